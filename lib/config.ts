@@ -1,0 +1,50 @@
+import { homedir } from 'node:os'
+import { join } from 'node:path'
+import Schema from '@deepseek-ai/schemastery'
+
+/** The plugin's configuration, as written under `config:` in a dsh composition. */
+export interface Config {
+  path: string
+  topK: number
+  inject: boolean
+  querySources: string[]
+  injectBudgetChars: number
+  minScore: number
+  maxBlockChars: number
+  toolName: string
+}
+
+/**
+ * The configuration schema. Cordis validates it before `apply`, so a malformed value fails the
+ * plugin at load with a message naming the field; `defaultConfig()` fills the defaults for callers
+ * outside a composition (the CLI, benchmarks).
+ */
+export const Config: Schema<Config> = Schema.object({
+  path: Schema.string().default('')
+    .description('SQLite file of the store. Empty: `$DSH_HOME/stablemem/memory.db` (`~/.dsh/stablemem/memory.db` when DSH_HOME is unset). `:memory:` keeps nothing.'),
+  topK: Schema.natural().min(1).max(20).default(5)
+    .description('How many recalled notes are injected per turn at most.'),
+  inject: Schema.boolean().default(true)
+    .description('Recall and inject notes on the first step of every turn. `false`: tool and service only.'),
+  querySources: Schema.array(Schema.string().pattern(/^[a-z][a-z0-9-]*$/)).default(['user'])
+    .description('Message `source.kind` values whose text may serve as the recall query. Every other kind is ignored (fail closed).'),
+  injectBudgetChars: Schema.natural().min(200).max(50_000).default(2_000)
+    .description('Upper bound on the characters of the injected recall message.'),
+  minScore: Schema.number().min(0).max(1).default(0)
+    .description('Non-exact hits scoring below this are not injected (exact-symbol hits always are).'),
+  maxBlockChars: Schema.natural().min(16).max(1_000_000).default(32_768)
+    .description('Longest note accepted by commit, in characters; longer text is refused with an error.'),
+  toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('stablemem_commit')
+    .description('Name of the commit tool the model sees; change it to mount two stores in one agent.'),
+})
+
+/** A complete configuration from a partial one, validated like a composition would validate it. */
+export function resolveConfig(partial: Partial<Config> = {}): Config {
+  return Config(partial as Config)
+}
+
+/** The store file used when `path` is empty: under the dsh home, beside dsh's own sessions and settings. */
+export function defaultStorePath(env: NodeJS.ProcessEnv = process.env): string {
+  const home = env.DSH_HOME && env.DSH_HOME.trim() !== '' ? env.DSH_HOME : join(homedir(), '.dsh')
+  return join(home, 'stablemem', 'memory.db')
+}

@@ -1,0 +1,38 @@
+import type { Context } from '@deepseek-ai/cordis'
+import type {} from '@deepseek-ai/dsh-system-prompt'
+import type {} from '@deepseek-ai/dsh-tools'
+import { Config, defaultStorePath } from './config.ts'
+import { commitTool } from './plugin/commit-tool.ts'
+import { contextLine, contextName } from './plugin/context-line.ts'
+import { registerPreStep } from './plugin/pre-step.ts'
+import { StableMem } from './service.ts'
+
+/** The plugin's name; also the `source.plugin` of every message it injects. */
+export const name = 'dsh-stablemem'
+
+/** Only services a bare agent loop has; everything else is optional, so it mounts in any composition. */
+export const inject = ['tools', 'systemPrompt']
+
+/**
+ * Mounts the memory: the `ctx.stablemem` service over the store file, the commit tool, the
+ * runtime-context line, and the per-turn recall injection.
+ */
+export async function apply(ctx: Context, config: Config): Promise<void> {
+  const resolvedPath = config.path === '' ? defaultStorePath() : config.path
+  ctx.plugin(StableMem, { ...config, resolvedPath })
+  await ctx.inject(['stablemem'], (ctx) => {
+    ctx.tools.register(commitTool(ctx, config.toolName))
+    ctx.systemPrompt.context({ name: contextName(resolvedPath), order: 500, text: () => contextLine(ctx.stablemem, config.toolName) })
+    registerPreStep(ctx, config, name)
+  })
+}
+
+export { Config, defaultStorePath, resolveConfig } from './config.ts'
+export { StableMemError, type StableMemErrorCode } from './errors.ts'
+export { recallBlocks } from './recall/recall.ts'
+export { recallBlocksHybrid } from './recall/hybrid.ts'
+export type { DegradedReason, Hit, HybridHits, RecallOptions } from './recall/types.ts'
+export { blockId } from './store/block-id.ts'
+export { BlockStore, type StoreOptions } from './store/store.ts'
+export type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './store/types.ts'
+export { StableMem, type ServiceStats } from './service.ts'

@@ -1,0 +1,37 @@
+import type { Context } from '@deepseek-ai/cordis'
+import { defineTool, type ToolDefinition } from '@deepseek-ai/dsh-tools'
+
+/**
+ * The tool through which the model saves a note. Its description tells the model what is worth
+ * saving; its output is the block id and whether the note was new, rendered as one line the model
+ * reads. Refusals (empty, too large, store unavailable) come back as tool errors with their message.
+ */
+export function commitTool(ctx: Context, name: string): ToolDefinition {
+  return defineTool({
+    name,
+    description: 'Save a durable fact to long-term memory so that future sessions recall it automatically. ' +
+      'Use it for facts worth keeping across sessions: ports, IPs, paths, versions, names, decisions, preferences. ' +
+      'Write one self-contained note per call, in the user\'s language, naming its subject (e.g. "billing 服务端口 8499"). ' +
+      'Saving the same text twice is harmless.',
+    parameters: {
+      text: { type: 'string', required: true, description: 'The note, self-contained (subject + fact).' },
+      source: { type: 'string', description: 'Optional provenance tag, e.g. "user" or a file name.' },
+      scene: { type: 'string', description: 'Optional scene key the note belongs to, e.g. "chan:qq".' },
+    },
+    output: {
+      schema: {
+        type: 'object',
+        properties: { id: { type: 'string' }, created: { type: 'boolean' } },
+        additionalProperties: false,
+      },
+      render: (_args, value) => [{
+        type: 'text',
+        text: value.created ? `Saved to long-term memory as ${value.id}.` : `Already in long-term memory as ${value.id}.`,
+      }],
+    },
+    async execute(args) {
+      const result = await ctx.stablemem.commit({ text: args.text, source: args.source ?? 'model', scene: args.scene ?? '' })
+      return { id: result.id, created: result.created }
+    },
+  })
+}

@@ -1,0 +1,25 @@
+import { createHash } from 'node:crypto'
+import type { StableMem } from '../service.ts'
+
+/**
+ * The name of this instance's runtime-context entry. Names must be unique per prompt layer, so it
+ * is derived from the store path: two instances on two files never collide, and the same file
+ * always gets the same name.
+ */
+export function contextName(storePath: string): string {
+  return `stablemem:${createHash('sha256').update(storePath).digest('hex').slice(0, 8)}`
+}
+
+/**
+ * The input-independent line in the runtime-context snapshot: that memory exists, how much, and
+ * how to add to it. Empty while the store is empty (nothing to announce), and a plain warning when
+ * the store is unavailable, so a broken memory is visible to the model and the user.
+ */
+export function contextLine(service: StableMem, toolName: string): string {
+  const reason = service.unavailableReason()
+  if (reason !== undefined) return `Long-term memory (dsh-stablemem) is unavailable: ${reason}. Do not promise to remember anything.`
+  const count = service.blockCount() ?? 0
+  if (count === 0) return ''
+  return `Long-term memory (dsh-stablemem): ${count} note${count === 1 ? '' : 's'} stored; relevant ones are recalled with each user message. ` +
+    `Save durable facts with the ${toolName} tool.`
+}

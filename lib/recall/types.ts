@@ -1,0 +1,25 @@
+/** One recalled block as callers see it. */
+export interface Hit {
+  id: string
+  text: string
+  /** ≥ 1 for a pinned exact-symbol hit (1 + a small lexical tiebreak), in [0, 1] otherwise. */
+  score: number
+  /** True when the block contains one of the query's exact symbols (port, IP, path, version …). */
+  exact: boolean
+  /** A short, human-readable account of why this block was recalled. */
+  why: string
+}
+
+/** Options shared by the sync and hybrid recall. */
+export interface RecallOptions {
+  /** How many hits to return (default 5). */
+  topK?: number
+  /** Count the returned hits as accesses (default false; the plugin and service turn it on). */
+  recordAccess?: boolean
+}
+
+/** Why the hybrid recall fell back to the lexical result. */
+export type DegradedReason = 'no_embedder' | 'embed_error' | 'timeout' | 'circuit_open' | 'language_gated'
+
+/** The hybrid result: the hits, plus a non-enumerable `degraded` reason when vectors took no part. */
+export type HybridHits = Hit[] & { readonly degraded?: DegradedReason }

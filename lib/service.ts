@@ -1,0 +1,117 @@
+import { Service, type Context } from '@deepseek-ai/cordis'
+import type { Config } from './config.ts'
+import { StableMemError } from './errors.ts'
+import { recallBlocksHybrid } from './recall/hybrid.ts'
+import type { Hit } from './recall/types.ts'
+import { BlockStore } from './store/store.ts'
+import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
+
+declare module '@deepseek-ai/cordis' {
+  interface Context {
+    /** Long-term block memory (dsh-stablemem). */
+    stablemem: StableMem
+  }
+}
+
+/** `stats()` of the service: the store's counts plus the plugin's own health counters. */
+export interface ServiceStats extends Partial<StoreStats> {
+  /** False when the store could not be opened; `error` says why. The agent runs on without memory. */
+  available: boolean
+  error?: string
+  /** Turns whose recall failed (logged; the turn went on without notes). */
+  recallFailures: number
+  /** Recall messages injected into turns. */
+  injections: number
+}
+
+/**
+ * The `ctx.stablemem` service: the one typed memory API other plugins build on. It owns the store
+ * file for the fiber's lifetime (opened in init, closed on dispose). If the file cannot be opened
+ * the service still exists, reports why through `stats()`, and refuses calls with an
+ * `unavailable` error, so a broken store never takes the agent down.
+ *
+ * Fields are TypeScript `private`, never `#private`: cordis calls methods through a proxy.
+ */
+export class StableMem extends Service {
+  private readonly config: Config
+  private readonly storePath: string
+  private store: BlockStore | undefined
+  private failure: string | undefined
+  private recallFailureCount = 0
+  private injectionCount = 0
+
+  constructor(ctx: Context, config: Config & { resolvedPath: string }) {
+    super(ctx, 'stablemem')
+    this.config = config
+    this.storePath = config.resolvedPath
+    ctx.effect(() => () => this.close(), 'stablemem.close')
+  }
+
+  /** Opens the store; a failure is recorded and logged, not thrown, so the agent keeps running. */
+  async [Service.init](): Promise<void> {
+    try {
+      this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars })
+    } catch (error) {
+      this.failure = error instanceof Error ? error.message : String(error)
+      this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)
+    }
+  }
+
+  /** Stores a note; idempotent by content (the id is the text's hash). */
+  async commit(input: CommitInput): Promise<CommitResult> {
+    return this.open().commit(input)
+  }
+
+  /** Recalls up to `topK` notes for a query, best first; recalled notes count as accesses. */
+  async recall(query: string, options: { topK?: number } = {}): Promise<Hit[]> {
+    return recallBlocksHybrid(this.open(), null, query, { topK: options.topK, recordAccess: true })
+  }
+
+  /** The stored block with this id, or undefined. */
+  async get(id: string): Promise<Block | undefined> {
+    return this.open().get(id)
+  }
+
+  /** Records an edge between two nodes (idempotent per source, target and type). */
+  async link(edge: EdgeInput): Promise<{ created: boolean }> {
+    return this.open().link(edge)
+  }
+
+  /** Counts, file facts and health; never throws. */
+  async stats(): Promise<ServiceStats> {
+    const health = { recallFailures: this.recallFailureCount, injections: this.injectionCount }
+    if (!this.store || this.store.isClosed) {
+      return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
+    }
+    return { available: true, ...this.store.stats(), ...health }
+  }
+
+  /** The number of stored blocks, or undefined while unavailable (for the prompt context line). */
+  blockCount(): number | undefined {
+    return this.store && !this.store.isClosed ? this.store.count() : undefined
+  }
+
+  /** Why the store is unavailable, if it is. */
+  unavailableReason(): string | undefined {
+    return this.store && !this.store.isClosed ? undefined : (this.failure ?? 'store is closed')
+  }
+
+  /** Counts one failed recall (called by the pre-step listener). */
+  noteRecallFailure(): void {
+    this.recallFailureCount++
+  }
+
+  /** Counts one injected recall message (called by the pre-step listener). */
+  noteInjection(): void {
+    this.injectionCount++
+  }
+
+  private open(): BlockStore {
+    if (this.store && !this.store.isClosed) return this.store
+    throw new StableMemError('unavailable', `long-term memory is unavailable: ${this.failure ?? 'store is closed'}`)
+  }
+
+  private close(): void {
+    this.store?.close()
+  }
+}

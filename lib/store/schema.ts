@@ -1,0 +1,82 @@
+import type { DatabaseSync } from 'node:sqlite'
+import { StableMemError } from '../errors.ts'
+
+/**
+ * Forward-only schema migrations, tracked in `PRAGMA user_version`. Each entry moves the file
+ * from version `index` to `index + 1` inside one transaction; released entries never change,
+ * new ones are appended. A file newer than this code is refused, never downgraded.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // v1: blocks, edges, the (empty) centroid table and the FTS index.
+  `
+  CREATE TABLE blocks (
+    rowid          INTEGER PRIMARY KEY,
+    id             TEXT    NOT NULL UNIQUE,
+    text           TEXT    NOT NULL,
+    source         TEXT    NOT NULL DEFAULT '',
+    scene          TEXT    NOT NULL DEFAULT '',
+    semantic_type  TEXT    NOT NULL DEFAULT '',
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL,
+    access_count   INTEGER NOT NULL DEFAULT 0,
+    last_access_at INTEGER
+  );
+  CREATE INDEX blocks_scene ON blocks(scene) WHERE scene <> '';
+  CREATE TABLE edges (
+    id          INTEGER PRIMARY KEY,
+    source_kind TEXT    NOT NULL,
+    source_id   TEXT    NOT NULL,
+    target_kind TEXT    NOT NULL,
+    target_id   TEXT    NOT NULL,
+    type        TEXT    NOT NULL,
+    created_at  INTEGER NOT NULL,
+    UNIQUE (source_kind, source_id, target_kind, target_id, type)
+  );
+  CREATE INDEX edges_target ON edges(target_kind, target_id);
+  CREATE TABLE centroids (
+    model        TEXT    NOT NULL,
+    dims         INTEGER NOT NULL,
+    vector       BLOB    NOT NULL,
+    sample_count INTEGER NOT NULL,
+    built_at     INTEGER NOT NULL,
+    PRIMARY KEY (model, dims)
+  );
+  CREATE VIRTUAL TABLE blocks_fts USING fts5(
+    latin, cjk,
+    content = '', contentless_delete = 1,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+  );
+  `,
+]
+
+/** The schema version this code writes and reads. */
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+/** Reads `PRAGMA user_version`. */
+export function schemaVersion(db: DatabaseSync): number {
+  const row = db.prepare('PRAGMA user_version').get() as { user_version: number }
+  return Number(row.user_version)
+}
+
+/**
+ * Brings the file up to `target` (default: the newest version), one transaction per step.
+ * Refuses a file from a newer release so that an older install never damages it.
+ */
+export function migrate(db: DatabaseSync, target: number = SCHEMA_VERSION): void {
+  const current = schemaVersion(db)
+  if (current > SCHEMA_VERSION) {
+    throw new StableMemError('newer_schema',
+      `store schema version ${current} is newer than this dsh-stablemem supports (${SCHEMA_VERSION}); upgrade the package`)
+  }
+  for (let v = current; v < target; v++) {
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      db.exec(MIGRATIONS[v]!)
+      db.exec(`PRAGMA user_version = ${v + 1}`)
+      db.exec('COMMIT')
+    } catch (error) {
+      db.exec('ROLLBACK')
+      throw error
+    }
+  }
+}

@@ -1,0 +1,54 @@
+/** What a caller hands to `commit`: the text and optional provenance. */
+export interface CommitInput {
+  /** The note itself. Stored byte-identical after NFC normalisation and trimming. */
+  text: string
+  /** Free-form provenance tag (`user`, `tool`, `ops`, a file name …). */
+  source?: string
+  /** Scene key the block belongs to (HologramAgent scenes; later releases recall by it). */
+  scene?: string
+  /** Semantic type annotation (Person, Concept …). */
+  semanticType?: string
+}
+
+/** The result of one commit: the block's content address and whether this call created it. */
+export interface CommitResult {
+  id: string
+  created: boolean
+}
+
+/** One stored block with all its metadata. Times are milliseconds since the epoch. */
+export interface Block {
+  id: string
+  text: string
+  source: string
+  scene: string
+  semanticType: string
+  createdAt: number
+  updatedAt: number
+  accessCount: number
+  lastAccessAt: number | null
+}
+
+/** A directed edge between two nodes, unique per (source, target, type). */
+export interface EdgeInput {
+  sourceKind: string
+  sourceId: string
+  targetKind: string
+  targetId: string
+  type: string
+}
+
+/** A stored edge. */
+export interface Edge extends EdgeInput {
+  createdAt: number
+}
+
+/** Counts and facts about one store file, for `stats()`, the CLI and the prompt context line. */
+export interface StoreStats {
+  blocks: number
+  edges: number
+  schemaVersion: number
+  path: string
+  fileBytes: number
+  lastWriteAt: number | null
+}

@@ -1,0 +1,131 @@
+/**
+ * Test harness: the real dsh agent loop (via the testkit spine), with a scripted LlmAdapter
+ * standing in for the model, and this plugin mounted from source.
+ */
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Context } from '@deepseek-ai/cordis'
+import AgentLoop from '@deepseek-ai/dsh-agent-loop'
+import { mountAgentLoopTestDependencies } from '@deepseek-ai/dsh-agent-loop-testkit'
+import { CallId, LlmAdapter, createUserMessage, type GenerateOptions, type Message, type StreamChunk, type UserMessage } from '@deepseek-ai/dsh-llm'
+import { SessionId } from '@deepseek-ai/dsh-session'
+import * as plugin from '../../lib/index.ts'
+import type { Config } from '../../lib/config.ts'
+
+/** A model that replays a fixed list of responses and records every request it receives. */
+export class ScriptedAdapter extends LlmAdapter {
+  readonly requests: GenerateOptions[] = []
+  private readonly script: StreamChunk[][]
+  constructor(script: StreamChunk[][]) {
+    super()
+    this.script = script
+  }
+  override async * stream(options: GenerateOptions): AsyncIterable<StreamChunk> {
+    this.requests.push(options)
+    const chunks = this.script.shift()
+    if (chunks === undefined) throw new Error('ScriptedAdapter: script exhausted')
+    yield * chunks
+  }
+}
+
+/** A model response that calls one tool. */
+export function toolCall(id: string, name: string, args: unknown): StreamChunk[] {
+  return [
+    { type: 'block-start', index: 0, blockType: 'tool-call' },
+    { type: 'block-end', index: 0, block: { type: 'tool-call', id: CallId(id), name, arguments: JSON.stringify(args) } },
+    { type: 'finish', reason: { kind: 'tool-calls' } },
+  ]
+}
+
+/** A model response with plain text. */
+export function reply(text: string): StreamChunk[] {
+  return [
+    { type: 'block-start', index: 0, blockType: 'text' },
+    { type: 'block-end', index: 0, block: { type: 'text', text } },
+    { type: 'finish', reason: { kind: 'stop' } },
+  ]
+}
+
+/** Every text the model saw in one request, including tool results. */
+export function requestTexts(request: GenerateOptions): string[] {
+  return request.messages.flatMap((m) => m.content.flatMap((b) =>
+    b.type === 'text' ? [b.text] : b.type === 'tool-result' ? b.content.flatMap((c) => c.type === 'text' ? [c.text] : []) : []))
+}
+
+/** The messages of one request that this plugin injected. */
+export function injected(request: GenerateOptions): Message[] {
+  return request.messages.filter((m) => m.source.kind === 'plugin' && (m.source as { plugin?: string }).plugin === plugin.name)
+}
+
+/** A fresh temporary store path (a real file). */
+export function tempStorePath(label = 'store'): string {
+  return join(mkdtempSync(join(tmpdir(), 'stablemem-test-')), `${label}.db`)
+}
+
+/** A human prompt as dsh builds it. */
+export function userMessage(text: string): UserMessage {
+  return createUserMessage({ content: [{ type: 'text', text }], source: { kind: 'user' } })
+}
+
+/**
+ * A realistic first-step batch: the human question FOLLOWED by the injected context a real dsh
+ * profile adds (runtime-context snapshot, skill catalog, another plugin's note). Every test of
+ * `agent/pre-step` builds its batch here, never as the question alone.
+ */
+export function realBatch(question: UserMessage | string): UserMessage[] {
+  const human = typeof question === 'string' ? userMessage(question) : question
+  return [
+    human,
+    createUserMessage({
+      content: [{ type: 'text', text: 'Current runtime context. This snapshot supersedes earlier runtime-context snapshots.\n\nApproval policy: ask. 端口 8080 is the default.' }],
+      source: { kind: 'plugin', plugin: '@deepseek-ai/dsh-system-prompt', form: 'snapshot', sections: [{ name: 'approval:policy', text: 'Approval policy: ask.' }] },
+    }),
+    createUserMessage({
+      content: [{ type: 'text', text: '<system-reminder>\nThe following skills are available: `deploy`: Deploy the billing service to port 9000.\n</system-reminder>' }],
+      source: { kind: 'skill-catalog', form: 'catalog', entries: [{ name: 'deploy', description: 'Deploy the billing service' }] } as never,
+    }),
+    createUserMessage({
+      content: [{ type: 'text', text: 'E2E reminder from another plugin: nginx 配置 /etc/nginx/nginx.conf' }],
+      source: { kind: 'plugin', plugin: 'demo-plugin' },
+    }),
+  ]
+}
+
+/** A mounted agent loop with the plugin and a scripted model. */
+export interface Harness {
+  ctx: Context
+  adapter: ScriptedAdapter
+  errors: unknown[]
+  /** Runs one turn with this prompt on a fresh agent (a new session) and waits until idle. */
+  turn(prompt: string | UserMessage, sessionId?: string): Promise<void>
+  /** Adds scripted responses. */
+  script(...responses: StreamChunk[][]): void
+  dispose(): Promise<void>
+}
+
+/** Boots the real loop, mounts the plugin with `config`, and registers the scripted model. */
+export async function boot(config: Partial<Config>, script: StreamChunk[][] = []): Promise<Harness> {
+  const adapter = new ScriptedAdapter(script)
+  const ctx = new Context()
+  await mountAgentLoopTestDependencies(ctx)
+  await ctx.plugin(AgentLoop, { agents: [] })
+  const fiber = await ctx.plugin(plugin, plugin.resolveConfig(config))
+  ctx.llm.registerAdapter(['mock'], adapter)
+  const errors: unknown[] = []
+  ctx.on('agent/error', ({ error }) => { errors.push(error) })
+  let sessions = 0
+  return {
+    ctx, adapter, errors,
+    async turn(prompt, sessionId) {
+      const agent = ctx.agentLoop.create(SessionId(sessionId ?? `s${++sessions}`), { provider: 'mock', model: 'mock-1' })
+      agent.followup(typeof prompt === 'string' ? userMessage(prompt) : prompt)
+      await agent.whenIdle()
+    },
+    script(...responses) { (adapter as unknown as { script: StreamChunk[][] }).script.push(...responses) },
+    async dispose() {
+      await fiber.dispose()
+      await ctx.fiber.dispose()
+    },
+  }
+}
