@@ -6,7 +6,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context, type Fiber } from '@deepseek-ai/cordis'
-import type { Agent } from '@deepseek-ai/dsh-agent'
+import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
 import AgentLoop from '@deepseek-ai/dsh-agent-loop'
 import { mountAgentLoopTestDependencies } from '@deepseek-ai/dsh-agent-loop-testkit'
 import { CallId, LlmAdapter, createUserMessage, type GenerateOptions, type Message, type StreamChunk, type UserMessage } from '@deepseek-ai/dsh-llm'
@@ -105,8 +105,30 @@ export interface LogLine {
   text: string
 }
 
+/**
+ * Stands in for what a real dsh profile adds to a first step after the human message: a
+ * runtime-context line (rendered into the snapshot), the skill catalog and another plugin's
+ * note (the same messages `realBatch` appends), so an end-to-end turn sees a real batch shape.
+ */
+export const realContext = {
+  name: 'real-context',
+  inject: ['systemPrompt'],
+  apply(ctx: Context) {
+    ctx.systemPrompt.context({ name: 'test:approval', order: 100, text: () => 'Approval policy: ask. 端口 8080 is the default.' })
+    ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
+      const decision = await next()
+      if (decision.kind !== 'enter' || payload.step !== 1) return decision
+      return { kind: 'enter', messages: [...decision.messages, ...realBatch('').slice(2)] }
+    })
+  },
+}
+
 /** Options for `boot` beyond the plugin config. */
 export interface BootOptions {
+  /** The plugin module to mount (default: `lib/index.ts`; a mutant in mutation checks). */
+  module?: typeof plugin
+  /** Mount `realContext` (default true): every turn then runs on a real batch shape. */
+  realContext?: boolean
   /** Plugins mounted after this one (e.g. a consumer with `inject: ['stablemem']`). */
   extra?: Array<{ plugin: object, config?: unknown }>
 }
@@ -140,7 +162,9 @@ export async function boot(config: Partial<Config>, script: StreamChunk[][] = []
   })
   await mountAgentLoopTestDependencies(ctx)
   await ctx.plugin(AgentLoop, { agents: [] })
-  const fiber = await ctx.plugin(plugin, plugin.resolveConfig(config))
+  if (options.realContext !== false) await ctx.plugin(realContext)
+  const mod = options.module ?? plugin
+  const fiber = await ctx.plugin(mod, mod.resolveConfig(config))
   for (const extra of options.extra ?? []) await ctx.plugin(extra.plugin as never, extra.config as never)
   ctx.llm.registerAdapter(['mock'], adapter)
   const errors: unknown[] = []
