@@ -25,13 +25,22 @@ export function renderRecall(hits: readonly Hit[], budgetChars: number): string 
     if (body.length <= room) {
       out += head + body
     } else if (shown === 0 && room > CUT.length + 16) {
-      out += head + quote(hit.text.slice(0, room - CUT.length - 2)) + CUT
+      // Cut the quoted body, not the raw text: quoting adds two characters per line, so cutting
+      // first and quoting after overran the budget on many-line notes.
+      out += head + cutQuoted(body, room - CUT.length) + CUT
     } else {
       break
     }
     shown++
   }
   return shown === 0 ? '' : out
+}
+
+/** The first `max` characters of a quoted body, never ending inside a surrogate pair or a bare "> " prefix. */
+function cutQuoted(body: string, max: number): string {
+  let cut = body.slice(0, max)
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1)
+  return cut.replace(/\n>? ?$/, '')
 }
 
 function quote(text: string): string {
