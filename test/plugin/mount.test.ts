@@ -150,3 +150,15 @@ t.test('a store that cannot be opened degrades visibly: the agent runs, the tool
   t.ok(h.logs.some((l) => l.type === 'error' && /memory disabled/.test(l.text)), 'logged as an error')
   t.same(readFileSync(path), before, 'the newer file was not touched')
 })
+
+t.test('two instances mounted concurrently both come up with their own tools', async (t) => {
+  const ctx = await bare()
+  t.teardown(() => ctx.fiber.dispose())
+  const pa = tempStorePath('a')
+  const fa = ctx.plugin(plugin, plugin.resolveConfig({ path: pa, toolName: 'mem_a' }))
+  const fb = ctx.plugin(plugin, plugin.resolveConfig({ path: tempStorePath('b'), toolName: 'mem_b' }))
+  await Promise.all([fa.await(), fb.await()])
+  t.same([fa.state, fb.state], [ACTIVE, ACTIVE])
+  t.ok(ctx.tools.get('mem_a') && ctx.tools.get('mem_b'), 'both tools registered')
+  t.equal((await ctx.stablemem.stats()).path, pa, 'the first mounted instance provides ctx.stablemem')
+})
