@@ -69,6 +69,7 @@ t.test('a real turn: the model request carries the recalled fact in OUR attribut
   t.equal(ours.length, 1)
   t.same(ours[0]!.source, { kind: 'plugin', plugin: 'dsh-stablemem', form: 'recall' })
   t.equal(ours[0]!.role, 'user')
+  t.ok(Object.isFrozen(ours[0]) && typeof ours[0]!.id === 'string' && ours[0]!.id !== '', 'built by createUserMessage: an id, deep-frozen')
   const text = textOf(ours[0]!)
   t.ok(text.startsWith(RECALL_HEADER), 'header first')
   t.match(text, /\n\[1\] blk_[0-9a-f]{24}( · exact match)?\n> billing 服务端口 8499，部署在 10\.3\.7\.9/)
