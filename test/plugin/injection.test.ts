@@ -146,7 +146,7 @@ t.test('nothing matches, or an empty store: nothing is injected', async (t) => {
   await empty.turn('billing 服务的端口是多少？')
   t.equal(injected(empty.adapter.requests[0]!).length, 0)
   t.match(await empty.ctx.stablemem.stats(), { injections: 0, recallFailures: 0 })
-  const m = mutant({ file: 'plugin/render.ts', from: "return shown === 0 ? '' : out", to: 'return out' })
+  const m = mutant({ file: 'plugin/render.ts', from: "text: shown === 0 ? '' : out", to: 'text: out' })
   t.teardown(() => m.remove())
   const bad = await boot({ path: tempStorePath() }, [reply('ok')], { module: await m.load<typeof plugin>('index.ts') })
   t.teardown(() => bad.dispose())
@@ -214,4 +214,29 @@ t.test('mutation: without the catch a failing recall turns into a turn error', a
   const { h, agent } = await failingTurn(t, dropIndex, { module: await m.load<typeof plugin>('index.ts') })
   t.not(h.errors.length, 0, 'agent/error raised')
   t.notSame(turnEnds(agent), ['completed'])
+})
+
+/** Runs a turn where the budget shows only some of the matching notes; returns access counts of shown and hidden notes. */
+async function accessAfterTurn(t: Test, options: BootOptions = {}): Promise<{ shown: number[], hidden: number[] }> {
+  const h = await boot({ path: tempStorePath(), injectBudgetChars: 500, topK: 10 }, [reply('ok')], options)
+  t.teardown(() => h.dispose())
+  const ids: string[] = []
+  for (let i = 0; i < 6; i++) ids.push((await h.ctx.stablemem.commit({ text: `gateway 8443 note ${i} ${'详细说明'.repeat(20)}` })).id)
+  await h.turn('gateway 8443?')
+  const text = textOf(injected(h.adapter.requests[0]!)[0]!)
+  const shown: number[] = []
+  const hidden: number[] = []
+  for (const id of ids) ((text.includes(id) ? shown : hidden)).push((await h.ctx.stablemem.get(id))!.accessCount)
+  return { shown, hidden }
+}
+
+t.test('only the notes the model is shown count as accessed', async (t) => {
+  const { shown, hidden } = await accessAfterTurn(t)
+  t.ok(shown.length >= 1 && hidden.length >= 1, `${shown.length} shown, ${hidden.length} cut by the budget`)
+  t.ok(shown.every((n) => n === 1), 'shown notes: one access each')
+  t.ok(hidden.every((n) => n === 0), 'notes cut by the budget: no access')
+  const m = mutant({ file: 'plugin/pre-step.ts', from: 'recordAccess: false', to: 'recordAccess: true' })
+  t.teardown(() => m.remove())
+  const bad = await accessAfterTurn(t, { module: await m.load<typeof plugin>('index.ts') })
+  t.ok(bad.hidden.some((n) => n > 0), 'mutation: recording on recall counts notes the model never saw')
 })

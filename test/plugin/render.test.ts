@@ -22,7 +22,8 @@ const budget = fc.integer({ min: 500, max: 4000 })
 
 /** The rendering properties; returns the first violation, or '' when all hold. */
 function violation(render: Render, hits: Hit[], chars: number): string {
-  const out = render(hits, chars)
+  const { text: out, shown } = render(hits, chars)
+  if (shown !== (out.match(/\n\n\[\d+\] blk_/g) ?? []).length) return `shown ${shown} does not match the notes in the text`
   if (hits.length === 0) return out === '' ? '' : 'non-empty for no hits'
   if (out.length > chars) return `over budget: ${out.length} > ${chars}`
   if (LONE_SURROGATE.test(out)) return 'lone surrogate'
@@ -42,9 +43,9 @@ t.test('render properties hold for hostile notes and any allowed budget', async 
 t.test('the smallest allowed budget still shows a note beside the header', async (t) => {
   const min = (Config as unknown as { dict: { injectBudgetChars: { meta: { min: number } } } }).dict.injectBudgetChars.meta.min
   const long: Hit = { id: 'blk_0123456789abcdef01234567', text: 'x'.repeat(5000), exact: false, score: 0.5, why: '' }
-  const out = renderRecall([long], min)
+  const out = renderRecall([long], min).text
   t.ok(out.length > RECALL_HEADER.length && out.length <= min, `budget ${min}: ${out.length} chars`)
-  t.equal(renderRecall([long], 200), '', 'a budget below the header cannot show anything, which is why the config minimum is above it')
+  t.same(renderRecall([long], 200), { text: '', shown: 0 }, 'a budget below the header cannot show anything, which is why the config minimum is above it')
 })
 
 t.test('mutation: cutting the raw text before quoting overruns the budget on many-line notes', async (t) => {
