@@ -28,8 +28,8 @@ export const Config: Schema<Config> = Schema.object({
     .description('Recall and inject notes on the first step of every turn. `false`: tool and service only.'),
   querySources: Schema.array(Schema.string().pattern(/^[a-z][a-z0-9-]*$/)).default(['user'])
     .description('Message `source.kind` values whose text may serve as the recall query. Every other kind is ignored (fail closed).'),
-  injectBudgetChars: Schema.natural().min(200).max(50_000).default(2_000)
-    .description('Upper bound on the characters of the injected recall message.'),
+  injectBudgetChars: Schema.natural().min(500).max(50_000).default(2_000)
+    .description('Upper bound on the characters of the injected recall message, header included (at least 500, so one note fits beside the header).'),
   minScore: Schema.number().min(0).max(1).default(0)
     .description('Non-exact hits scoring below this are not injected (exact-symbol hits always are).'),
   maxBlockChars: Schema.natural().min(16).max(1_000_000).default(32_768)

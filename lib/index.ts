@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import type { Context } from '@deepseek-ai/cordis'
 import type {} from '@deepseek-ai/dsh-system-prompt'
 import type {} from '@deepseek-ai/dsh-tools'
@@ -16,14 +17,25 @@ export const inject = ['tools', 'systemPrompt']
 /**
  * Mounts the memory: the `ctx.stablemem` service over the store file, the commit tool, the
  * runtime-context line, and the per-turn recall injection.
+ *
+ * The service name is isolated below each instance, so an instance's tool, context line and recall
+ * always reach its own store even when two instances are mounted side by side (without that, the
+ * second instance's service failed to register and its tool wrote into the first one's file).
+ * The first instance in a scope also publishes its service as `ctx.stablemem` for other plugins.
  */
 export async function apply(ctx: Context, config: Config): Promise<void> {
-  const resolvedPath = config.path === '' ? defaultStorePath() : config.path
-  ctx.plugin(StableMem, { ...config, resolvedPath })
-  await ctx.inject(['stablemem'], (ctx) => {
-    ctx.tools.register(commitTool(ctx, config.toolName))
-    ctx.systemPrompt.context({ name: contextName(resolvedPath), order: 500, text: () => contextLine(ctx.stablemem, config.toolName) })
-    registerPreStep(ctx, config, name)
+  const resolvedPath = config.path === '' ? defaultStorePath() : config.path === ':memory:' ? config.path : resolve(config.path)
+  const own = ctx.isolate('stablemem')
+  own.plugin(StableMem, { ...config, resolvedPath })
+  await own.inject(['stablemem'], (inner) => {
+    inner.tools.register(commitTool(inner, config.toolName))
+    inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
+    registerPreStep(inner, config, name)
+    if (ctx.get('stablemem', false) === undefined) {
+      ctx.provide('stablemem', inner.stablemem)
+    } else {
+      inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)
+    }
   })
 }
 

@@ -62,9 +62,17 @@ export class StableMem extends Service {
     return this.open().commit(input)
   }
 
-  /** Recalls up to `topK` notes for a query, best first; recalled notes count as accesses. */
-  async recall(query: string, options: { topK?: number } = {}): Promise<Hit[]> {
-    return recallBlocksHybrid(this.open(), null, query, { topK: options.topK, recordAccess: true })
+  /**
+   * Recalls up to `topK` notes for a query, best first. Returned notes count as accesses unless
+   * `recordAccess` is false (then call `recordAccess` for the ones actually used).
+   */
+  async recall(query: string, options: { topK?: number, recordAccess?: boolean } = {}): Promise<Hit[]> {
+    return recallBlocksHybrid(this.open(), null, query, { topK: options.topK, recordAccess: options.recordAccess ?? true })
+  }
+
+  /** Counts these notes as accessed (count and time), e.g. the ones a caller showed to the model. */
+  async recordAccess(ids: readonly string[]): Promise<void> {
+    this.open().recordAccess(ids)
   }
 
   /** The stored block with this id, or undefined. */

@@ -1,5 +1,6 @@
 import type { Context } from '@deepseek-ai/cordis'
 import { defineTool, type ToolDefinition } from '@deepseek-ai/dsh-tools'
+import { blockId } from '../store/block-id.ts'
 
 /**
  * The tool through which the model saves a note. Its description tells the model what is worth
@@ -30,7 +31,11 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
       }],
     },
     async execute(args) {
-      const result = await ctx.stablemem.commit({ text: args.text, source: args.source ?? 'model', scene: args.scene ?? '' })
+      // 'model' marks notes the model saved on its own; it must not overwrite the provenance of a
+      // note that already exists (e.g. one saved with source 'user'), so it applies to new notes only.
+      const exists = args.source === undefined && await ctx.stablemem.get(blockId(args.text)) !== undefined
+      const source = args.source ?? (exists ? '' : 'model')
+      const result = await ctx.stablemem.commit({ text: args.text, source, scene: args.scene ?? '' })
       return { id: result.id, created: result.created }
     },
   })

@@ -3,11 +3,12 @@ import type { StableMem } from '../service.ts'
 
 /**
  * The name of this instance's runtime-context entry. Names must be unique per prompt layer, so it
- * is derived from the store path: two instances on two files never collide, and the same file
+ * is derived from the store path and the tool name (which must be unique per tool layer anyway):
+ * two instances on two files, or two `:memory:` stores, never collide, and the same instance
  * always gets the same name.
  */
-export function contextName(storePath: string): string {
-  return `stablemem:${createHash('sha256').update(storePath).digest('hex').slice(0, 8)}`
+export function contextName(storePath: string, toolName: string): string {
+  return `stablemem:${createHash('sha256').update(`${storePath}\0${toolName}`).digest('hex').slice(0, 8)}`
 }
 
 /**

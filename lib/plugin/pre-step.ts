@@ -23,8 +23,12 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
     const service = ctx.stablemem
     let text: string
     try {
-      const hits = await service.recall(query, { topK: config.topK })
-      text = renderRecall(hits.filter((h) => h.exact || h.score >= config.minScore), config.injectBudgetChars)
+      const hits = (await service.recall(query, { topK: config.topK, recordAccess: false }))
+        .filter((h) => h.exact || h.score >= config.minScore)
+      const rendered = renderRecall(hits, config.injectBudgetChars)
+      // Only notes the model is shown count as accessed (not those cut by minScore or the budget).
+      await service.recordAccess(hits.slice(0, rendered.shown).map((h) => h.id))
+      text = rendered.text
     } catch (error) {
       service.noteRecallFailure()
       logger.warn('recall failed, turn continues without notes: %s', error instanceof Error ? error.message : String(error))

@@ -13,9 +13,10 @@ const CUT = ' …[truncated]'
  * and every line of its text is prefixed with "> ", so stored text can never start a line of its
  * own: it cannot close its frame, open a new one, or pose as a system or tool message. Notes are
  * added best-first until `budgetChars` is reached; the first note is cut rather than dropped.
- * Returns '' when there is nothing to show.
+ * Returns the text ('' when there is nothing to show) and how many of the hits, from the first,
+ * it shows, so that only notes the model actually saw count as accessed.
  */
-export function renderRecall(hits: readonly Hit[], budgetChars: number): string {
+export function renderRecall(hits: readonly Hit[], budgetChars: number): { text: string, shown: number } {
   let out = RECALL_HEADER
   let shown = 0
   for (const hit of hits) {
@@ -25,13 +26,22 @@ export function renderRecall(hits: readonly Hit[], budgetChars: number): string 
     if (body.length <= room) {
       out += head + body
     } else if (shown === 0 && room > CUT.length + 16) {
-      out += head + quote(hit.text.slice(0, room - CUT.length - 2)) + CUT
+      // Cut the quoted body, not the raw text: quoting adds two characters per line, so cutting
+      // first and quoting after overran the budget on many-line notes.
+      out += head + cutQuoted(body, room - CUT.length) + CUT
     } else {
       break
     }
     shown++
   }
-  return shown === 0 ? '' : out
+  return { text: shown === 0 ? '' : out, shown }
+}
+
+/** The first `max` characters of a quoted body, never ending inside a surrogate pair or a bare "> " prefix. */
+function cutQuoted(body: string, max: number): string {
+  let cut = body.slice(0, max)
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1)
+  return cut.replace(/\n>? ?$/, '')
 }
 
 function quote(text: string): string {

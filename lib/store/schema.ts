@@ -59,15 +59,25 @@ export function schemaVersion(db: DatabaseSync): number {
 }
 
 /**
- * Brings the file up to `target` (default: the newest version), one transaction per step.
- * Refuses a file from a newer release so that an older install never damages it.
+ * Returns the file's schema version, or throws `newer_schema` when a newer release wrote it.
+ * The store calls it before any statement that writes (even `journal_mode`), so a refused file
+ * is left byte-identical.
  */
-export function migrate(db: DatabaseSync, target: number = SCHEMA_VERSION): void {
+export function refuseNewerSchema(db: DatabaseSync): number {
   const current = schemaVersion(db)
   if (current > SCHEMA_VERSION) {
     throw new StableMemError('newer_schema',
       `store schema version ${current} is newer than this dsh-stablemem supports (${SCHEMA_VERSION}); upgrade the package`)
   }
+  return current
+}
+
+/**
+ * Brings the file up to `target` (default: the newest version), one transaction per step.
+ * Refuses a file from a newer release so that an older install never damages it.
+ */
+export function migrate(db: DatabaseSync, target: number = SCHEMA_VERSION): void {
+  const current = refuseNewerSchema(db)
   for (let v = current; v < target; v++) {
     db.exec('BEGIN IMMEDIATE')
     try {

@@ -5,7 +5,7 @@ import { StableMemError } from '../errors.ts'
 import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
-import { migrate, schemaVersion } from './schema.ts'
+import { migrate, refuseNewerSchema, schemaVersion } from './schema.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
 
 /** Options for opening a store file. */
@@ -59,6 +59,7 @@ export class BlockStore {
       throw new StableMemError('unavailable', `cannot open store ${path}: ${(error as Error).message}`, { cause: error })
     }
     try {
+      refuseNewerSchema(db)
       if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
       db.exec('PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON')
       migrate(db)
@@ -145,15 +146,17 @@ export class BlockStore {
    * A `block` endpoint must exist, so an edge can never point at nothing.
    */
   link(edge: EdgeInput): { created: boolean } {
-    for (const field of ['sourceKind', 'sourceId', 'targetKind', 'targetId', 'type'] as const) {
-      checkTag(edge[field], field, true)
-    }
-    for (const [kind, id, field] of [[edge.sourceKind, edge.sourceId, 'sourceId'], [edge.targetKind, edge.targetId, 'targetId']] as const) {
+    if (edge === null || typeof edge !== 'object') throw new StableMemError('invalid_input', 'edge must be an object')
+    // Store the normalised fields: checking one spelling and writing another would let
+    // ' block' slip past the endpoint check and break uniqueness.
+    const [sourceKind, sourceId, targetKind, targetId, type] = (['sourceKind', 'sourceId', 'targetKind', 'targetId', 'type'] as const)
+      .map((field) => checkTag(edge[field], field, true)) as [string, string, string, string, string]
+    for (const [kind, id, field] of [[sourceKind, sourceId, 'sourceId'], [targetKind, targetId, 'targetId']] as const) {
       if (kind === 'block' && !this.get(id)) throw new StableMemError('not_found', `${field}: no block ${id}`)
     }
     const result = this.stmt('link', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
       VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
-      .run(edge.sourceKind, edge.sourceId, edge.targetKind, edge.targetId, edge.type, this.now())
+      .run(sourceKind, sourceId, targetKind, targetId, type, this.now())
     return { created: Number(result.changes) > 0 }
   }
 
@@ -219,7 +222,7 @@ export class BlockStore {
   }
 
   private validate(input: CommitInput, prefix: string): Required<CommitInput> & { id: string } {
-    if (input === null || typeof input !== 'object') throw new StableMemError('invalid_input', `${prefix || 'input'} must be an object with a text field`)
+    if (input === null || typeof input !== 'object') throw new StableMemError('invalid_input', `${prefix === '' ? 'input' : prefix.slice(0, -1)} must be an object with a text field`)
     if (typeof input.text !== 'string') throw new StableMemError('invalid_input', `${prefix}text must be a string`)
     if (hasLoneSurrogate(input.text)) {
       throw new StableMemError('invalid_input', `${prefix}text contains an unpaired UTF-16 surrogate and cannot be stored without loss`)

@@ -5,7 +5,8 @@
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Context } from '@deepseek-ai/cordis'
+import { Context, type Fiber } from '@deepseek-ai/cordis'
+import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
 import AgentLoop from '@deepseek-ai/dsh-agent-loop'
 import { mountAgentLoopTestDependencies } from '@deepseek-ai/dsh-agent-loop-testkit'
 import { CallId, LlmAdapter, createUserMessage, type GenerateOptions, type Message, type StreamChunk, type UserMessage } from '@deepseek-ai/dsh-llm'
@@ -92,35 +93,96 @@ export function realBatch(question: UserMessage | string): UserMessage[] {
   ]
 }
 
+/** The text of one message's text blocks, joined. */
+export function textOf(message: Message): string {
+  return message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+}
+
+/** A log record as a test sees it: logger name, level name and the formatted line. */
+export interface LogLine {
+  name: string
+  type: string
+  text: string
+}
+
+/**
+ * Stands in for what a real dsh profile adds to a first step after the human message: a
+ * runtime-context line (rendered into the snapshot), the skill catalog and another plugin's
+ * note (the same messages `realBatch` appends), so an end-to-end turn sees a real batch shape.
+ */
+export const realContext = {
+  name: 'real-context',
+  inject: ['systemPrompt'],
+  apply(ctx: Context) {
+    ctx.systemPrompt.context({ name: 'test:approval', order: 100, text: () => 'Approval policy: ask. 端口 8080 is the default.' })
+    ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
+      const decision = await next()
+      if (decision.kind !== 'enter' || payload.step !== 1) return decision
+      return { kind: 'enter', messages: [...decision.messages, ...realBatch('').slice(2)] }
+    })
+  },
+}
+
+/** Options for `boot` beyond the plugin config. */
+export interface BootOptions {
+  /** The plugin module to mount (default: `lib/index.ts`; a mutant in mutation checks). */
+  module?: typeof plugin
+  /** Mount `realContext` (default true): every turn then runs on a real batch shape. */
+  realContext?: boolean
+  /** Plugins mounted after this one (e.g. a consumer with `inject: ['stablemem']`). */
+  extra?: Array<{ plugin: object, config?: unknown }>
+}
+
 /** A mounted agent loop with the plugin and a scripted model. */
 export interface Harness {
   ctx: Context
   adapter: ScriptedAdapter
   errors: unknown[]
-  /** Runs one turn with this prompt on a fresh agent (a new session) and waits until idle. */
-  turn(prompt: string | UserMessage, sessionId?: string): Promise<void>
+  /** Every log record written while the harness ran (all levels). */
+  logs: LogLine[]
+  /** The plugin's fiber (state 2 = active). */
+  fiber: Fiber
+  /** Runs one turn with this prompt, on a fresh agent (a new session) unless `sessionId` names one, and waits until idle. */
+  turn(prompt: string | UserMessage, sessionId?: string): Promise<Agent>
   /** Adds scripted responses. */
   script(...responses: StreamChunk[][]): void
   dispose(): Promise<void>
 }
 
 /** Boots the real loop, mounts the plugin with `config`, and registers the scripted model. */
-export async function boot(config: Partial<Config>, script: StreamChunk[][] = []): Promise<Harness> {
+export async function boot(config: Partial<Config>, script: StreamChunk[][] = [], options: BootOptions = {}): Promise<Harness> {
   const adapter = new ScriptedAdapter(script)
   const ctx = new Context()
+  const logs: LogLine[] = []
+  ctx.logger.exporter({
+    levels: { default: 3 },
+    export(message) {
+      logs.push({ name: message.name, type: message.type, text: message.args.map((a) => typeof a === 'string' ? a : JSON.stringify(a)).join(' ') })
+    },
+  })
   await mountAgentLoopTestDependencies(ctx)
   await ctx.plugin(AgentLoop, { agents: [] })
-  const fiber = await ctx.plugin(plugin, plugin.resolveConfig(config))
+  if (options.realContext !== false) await ctx.plugin(realContext)
+  const mod = options.module ?? plugin
+  const fiber = await ctx.plugin(mod, mod.resolveConfig(config))
+  for (const extra of options.extra ?? []) await ctx.plugin(extra.plugin as never, extra.config as never)
   ctx.llm.registerAdapter(['mock'], adapter)
   const errors: unknown[] = []
   ctx.on('agent/error', ({ error }) => { errors.push(error) })
+  const agents = new Map<string, Agent>()
   let sessions = 0
   return {
-    ctx, adapter, errors,
+    ctx, adapter, errors, logs, fiber,
     async turn(prompt, sessionId) {
-      const agent = ctx.agentLoop.create(SessionId(sessionId ?? `s${++sessions}`), { provider: 'mock', model: 'mock-1' })
+      const id = sessionId ?? `s${++sessions}`
+      let agent = agents.get(id)
+      if (!agent) {
+        agent = ctx.agentLoop.create(SessionId(id), { provider: 'mock', model: 'mock-1' })
+        agents.set(id, agent)
+      }
       agent.followup(typeof prompt === 'string' ? userMessage(prompt) : prompt)
       await agent.whenIdle()
+      return agent
     },
     script(...responses) { (adapter as unknown as { script: StreamChunk[][] }).script.push(...responses) },
     async dispose() {
