@@ -129,7 +129,7 @@ function buildStore(blocks: readonly EvalBlock[]): { store: BlockStore, evalIds:
     let end = start
     while (end < ordered.length && ordered[end]!.t === ordered[start]!.t) end++
     clock = ordered[start]!.t
-    const results = store.commitMany(ordered.slice(start, end).map(({ b }) => ({ text: b.text, source: 'bench' })))
+    const results = store.commitMany(ordered.slice(start, end).map(({ b }) => ({ text: b.text, source: 'bench', scene: b.session })))
     results.forEach((r, j) => evalIds.set(r.id, [...(evalIds.get(r.id) ?? []), ordered[start + j]!.b.id]))
     start = end
   }
