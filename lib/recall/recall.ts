@@ -122,7 +122,12 @@ function matchedWords(analysis: QueryAnalysis, lower: string): string[] {
 /** Query words some candidate mentions: what the abstention notice says the store does know about. */
 function mentionedWords(analysis: QueryAnalysis, blocks: readonly Block[]): string[] {
   const lowers = blocks.map((b) => b.text.toLowerCase())
-  return [...analysis.words, ...analysis.cjkWords].filter((w) => lowers.some((l) => l.includes(w)))
+  const out: string[] = []
+  for (const term of [...analysis.words, ...analysis.cjkWords, ...analysis.cjkBigrams]) {
+    if (out.some((w) => w.includes(term)) || !lowers.some((l) => l.includes(term))) continue
+    out.push(term)
+  }
+  return out
 }
 
 function explain(exact: string[], words: string[], lexical: number): string {
