@@ -51,6 +51,7 @@ export async function runRecallBench(set: EvalSet, options: BenchOptions): Promi
   const ours: Outcome[] = []
   const floors = new Map<FloorName, Outcome[]>(FLOORS.map((f) => [f, []]))
   const latencies: number[] = []
+  const floorLatencies = new Map<FloorName, number[]>(FLOORS.map((f) => [f, []]))
   let abstained = 0
   for (const [scope, blocks] of groups) {
     const queries = set.queries.filter((q) => options.mode === 'global' || q.scope === scope)
@@ -68,7 +69,12 @@ export async function runRecallBench(set: EvalSet, options: BenchOptions): Promi
     }
     for (const floor of FLOORS) {
       const index = new FloorIndex(floor, blocks)
-      for (const q of queries) floors.get(floor)!.push({ category: q.category, gold: q.gold, ranked: index.search(q.query, depth) })
+      for (const q of queries) {
+        const started = performance.now()
+        const ranked = index.search(q.query, depth)
+        floorLatencies.get(floor)!.push(performance.now() - started)
+        floors.get(floor)!.push({ category: q.category, gold: q.gold, ranked })
+      }
       index.close()
     }
   }
@@ -87,10 +93,16 @@ export async function runRecallBench(set: EvalSet, options: BenchOptions): Promi
     stores: groups.size,
     abstained,
     wrongful_abstention_rate: round(abstained / ours.length),
-    floors: Object.fromEntries(FLOORS.map((f) => [f, { ...floorScored.get(f)!.overall, by_category: floorScored.get(f)!.byCategory }])),
+    floors: Object.fromEntries(FLOORS.map((f) => [f, {
+      ...floorScored.get(f)!.overall,
+      p50_ms: round(quantile(floorLatencies.get(f)!, 0.5)),
+      p99_ms: round(quantile(floorLatencies.get(f)!, 0.99)),
+      by_category: floorScored.get(f)!.byCategory,
+    }])),
   }
   const title = `${set.name} · ${options.mode} · ${ours.length} queries · ${set.blocks.length} blocks in ${groups.size} store(s) · ` +
-    `p50 ${result.p50_ms} ms · p99 ${result.p99_ms} ms · abstained ${abstained}`
+    `p50 ${result.p50_ms} ms · p99 ${result.p99_ms} ms (cjk_bigram floor p99 ${round(quantile(floorLatencies.get('cjk_bigram')!, 0.99))} ms) · ` +
+    `abstained ${abstained}`
   return { result, tables: renderTables(title, oursScored, floorScored, ks) }
 }
 
