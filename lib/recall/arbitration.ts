@@ -18,6 +18,11 @@ export const CHANGE_MARKERS: readonly string[] = [
   'changed', 'moved to', 'replaced', 'instead of', 'no longer', 'switched', 'migrated', 'now ', '->', '→',
 ]
 
+const CHANGE = new RegExp(CHANGE_MARKERS.map((m) => m.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'))
+
+/** A text with at least two separate numbers: the least a replacement ("from 4324 to 4379") holds. */
+const TWO_NUMBERS = /\d\D+\d/
+
 /** A recall candidate as arbitration sees it. */
 export interface Arbitrated {
   text: string
@@ -54,7 +59,7 @@ export function replacesValue(earlier: Arbitrated, later: Arbitrated): boolean {
 }
 
 function namesChange(lowerLater: string, lowerEarlier: string, value: string): boolean {
-  if (!containsWhole(lowerLater, value) || !CHANGE_MARKERS.some((m) => lowerLater.includes(m))) return false
+  if (!containsWhole(lowerLater, value) || !CHANGE.test(lowerLater)) return false
   const key = valueKey(lowerEarlier, value)
   if (key === undefined || !lowerLater.includes(key)) return false
   for (const match of lowerLater.matchAll(VALUE)) if (match[0].length >= 2 && match[0] !== value) return true
@@ -62,16 +67,22 @@ function namesChange(lowerLater: string, lowerEarlier: string, value: string): b
 }
 
 /**
- * The candidates no other candidate replaces, in their given order. Only candidates holding a
- * change marker can replace anything, so the pairwise check stays cheap on long candidate lists.
+ * The first `limit` candidates (in their given order) that no other candidate replaces. Only
+ * candidates holding two values and a change marker can replace anything, so the pairwise check
+ * stays cheap on long candidate lists.
  */
-export function arbitrate<T extends Arbitrated>(candidates: readonly T[]): T[] {
-  const replacers = candidates
-    .map((c) => ({ c, lower: c.text.toLowerCase() }))
-    .filter(({ lower }) => CHANGE_MARKERS.some((m) => lower.includes(m)))
-  if (replacers.length === 0) return [...candidates]
-  return candidates.filter((a) => {
-    const value = longestValue(a.text)
-    return value === undefined || !replacers.some(({ c, lower }) => c !== a && c.createdAt > a.createdAt && namesChange(lower, a.text.toLowerCase(), value))
-  })
+export function arbitrate<T extends Arbitrated>(candidates: readonly T[], limit: number = candidates.length): T[] {
+  const replacers: Array<{ c: T, lower: string }> = []
+  for (const c of candidates) {
+    if (!TWO_NUMBERS.test(c.text)) continue
+    const lower = c.text.toLowerCase()
+    if (CHANGE.test(lower)) replacers.push({ c, lower })
+  }
+  const kept: T[] = []
+  for (const a of candidates) {
+    if (kept.length >= limit) break
+    const value = replacers.length === 0 ? undefined : longestValue(a.text)
+    if (value === undefined || !replacers.some(({ c, lower }) => c !== a && c.createdAt > a.createdAt && namesChange(lower, a.text.toLowerCase(), value))) kept.push(a)
+  }
+  return kept
 }

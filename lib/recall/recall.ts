@@ -32,7 +32,13 @@ export interface RankingSwitches {
   abstain?: boolean
 }
 
-interface Candidate extends Hit {
+interface Candidate {
+  id: string
+  text: string
+  lower: string
+  score: number
+  exact: boolean
+  exactMatched: string[]
   createdAt: number
   scene: string
   lexical: number
@@ -93,15 +99,14 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
     const exactMatched = analysis.exact.filter((s) => containsWhole(lower, s))
     const exact = exactMatched.length > 0
     const score = exact ? 1 + PIN_TIEBREAK * (exactMatched.length / analysis.exact.length + lexical) / 2 : lexical
-    scored.push({
-      id: block.id, text: block.text, score, exact, why: explain(exactMatched, matchedWords(analysis, lower), lexical),
-      createdAt: block.createdAt, scene: block.scene, lexical,
-    })
+    scored.push({ id: block.id, text: block.text, lower, score, exact, exactMatched, createdAt: block.createdAt, scene: block.scene, lexical })
   }
   applySceneContext(scored, options.sceneContext === false ? 0 : SCENE_WEIGHT)
   scored.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  const kept = options.arbitration === false ? scored : arbitrate(scored)
-  const hits = kept.slice(0, topK).map(({ id, text, score, exact, why }) => ({ id, text, score, exact, why }))
+  const kept = options.arbitration === false ? scored.slice(0, topK) : arbitrate(scored, topK)
+  const hits = kept.map((c) => ({
+    id: c.id, text: c.text, score: c.score, exact: c.exact, why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical),
+  }))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))
   return hits
 }

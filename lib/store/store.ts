@@ -122,13 +122,15 @@ export class BlockStore {
     return row ? toBlock(row) : undefined
   }
 
-  /** Blocks by FTS rowid, in the order asked; missing rowids are skipped. */
+  /** Blocks by FTS rowid, in the order asked; missing rowids are skipped. One query for the whole list. */
   blocksByRowid(rowids: readonly number[]): Map<number, Block> {
     const out = new Map<number, Block>()
     if (rowids.length === 0) return out
-    const get = this.stmt('byRowid', `SELECT rowid, ${BLOCK_COLUMNS} FROM blocks WHERE rowid = ?`)
+    const rows = this.stmt('byRowids', `SELECT rowid, ${BLOCK_COLUMNS} FROM blocks WHERE rowid IN (SELECT value FROM json_each(?))`)
+      .all(JSON.stringify(rowids))
+    const byRowid = new Map(rows.map((row) => [Number(row.rowid), row]))
     for (const rowid of rowids) {
-      const row = get.get(rowid)
+      const row = byRowid.get(rowid)
       if (row) out.set(rowid, toBlock(row))
     }
     return out
