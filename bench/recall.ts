@@ -29,8 +29,9 @@ export interface BenchOptions {
   /** Name of the recall under test in the tables. */
   label?: string
   /**
-   * Runs per query; its latency is the median of the runs (the metrics are the same every run).
-   * On a shared, loaded machine a single run's p99 measures the neighbours, not the recall.
+   * Passes over the queries; a query's latency is the median of its runs (ranking does not depend
+   * on access counts, so the metrics are the same every pass). On a shared, loaded machine a
+   * single run's p99 measures the neighbours, not the recall.
    */
   repeat?: number
 }
@@ -63,15 +64,21 @@ export async function runRecallBench(set: EvalSet, options: BenchOptions): Promi
     const queries = set.queries.filter((q) => options.mode === 'global' || q.scope === scope)
     const { store, evalIds } = buildStore(blocks)
     try {
-      for (const q of queries) {
-        const times: number[] = []
-        let hits: Hit[] = []
-        for (let i = 0; i < repeat; i++) {
+      // Repeats run as whole passes over the queries, so one burst of machine load hits one run
+      // of a query, not all of them; a query's latency is the median of its runs.
+      const times = queries.map((): number[] => [])
+      const results: Hit[][] = []
+      for (let pass = 0; pass < repeat; pass++) {
+        for (let i = 0; i < queries.length; i++) {
           const started = performance.now()
-          hits = await recall(store, q.query, { topK: depth })
-          times.push(performance.now() - started)
+          results[i] = await recall(store, queries[i]!.query, { topK: depth })
+          times[i]!.push(performance.now() - started)
         }
-        latencies.push(quantile(times, 0.5))
+      }
+      for (let i = 0; i < queries.length; i++) {
+        const q = queries[i]!
+        const hits = results[i]!
+        latencies.push(quantile(times[i]!, 0.5))
         if (isAbstention(hits)) abstained++
         ours.push({ category: q.category, gold: q.gold, ranked: hits.flatMap((h) => evalIds.get(h.id) ?? [h.id]) })
       }
@@ -80,17 +87,19 @@ export async function runRecallBench(set: EvalSet, options: BenchOptions): Promi
     }
     for (const floor of FLOORS) {
       const index = new FloorIndex(floor, blocks)
-      for (const q of queries) {
-        const times: number[] = []
-        let ranked: string[] = []
-        for (let i = 0; i < repeat; i++) {
+      const times = queries.map((): number[] => [])
+      const ranked: string[][] = []
+      for (let pass = 0; pass < repeat; pass++) {
+        for (let i = 0; i < queries.length; i++) {
           const started = performance.now()
-          ranked = index.search(q.query, depth)
-          times.push(performance.now() - started)
+          ranked[i] = index.search(queries[i]!.query, depth)
+          times[i]!.push(performance.now() - started)
         }
-        floorLatencies.get(floor)!.push(quantile(times, 0.5))
-        floors.get(floor)!.push({ category: q.category, gold: q.gold, ranked })
       }
+      queries.forEach((q, i) => {
+        floorLatencies.get(floor)!.push(quantile(times[i]!, 0.5))
+        floors.get(floor)!.push({ category: q.category, gold: q.gold, ranked: ranked[i]! })
+      })
       index.close()
     }
   }
