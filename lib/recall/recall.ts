@@ -81,7 +81,7 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
 
   if (options.abstain !== false) {
     const decisive = decisiveSymbols(text, analysis.exact)
-    if (decisive.length > 0 && decisive.every((s) => store.matchCount(matchPhrase(s)) === 0)) {
+    if (decisive.length > 0 && decisive.every((s) => !inStore(store, s))) {
       return markAbstained([], { missing: decisive, mentioned: mentionedWords(analysis, blocks.map(([, b]) => b)) })
     }
   }
@@ -140,6 +140,15 @@ function rarest(terms: readonly string[], df: ReadonlyMap<string, number>, limit
   present.sort((a, b) => df.get(a)! - df.get(b)! || (a < b ? -1 : a > b ? 1 : 0))
   const kept = new Set(present.slice(0, limit))
   return terms.filter((t) => kept.has(t))
+}
+
+/**
+ * Whether any note holds the exact string, as the index tokenises it. A version is found with or
+ * without its `v` (`v2.3.1` ↔ `2.3.1`): abstaining wrongly costs more than a weak hit.
+ */
+function inStore(store: BlockStore, symbol: string): boolean {
+  const variants = /^v\d/.test(symbol) ? [symbol, symbol.slice(1)] : /^\d+(\.\d+)+$/.test(symbol) ? [symbol, `v${symbol}`] : [symbol]
+  return variants.some((v) => store.matchCount(matchPhrase(v)) > 0)
 }
 
 /** Clamps a caller's topK to 1…MAX_TOP_K, defaulting to DEFAULT_TOP_K. */

@@ -136,6 +136,11 @@ t.test('abstention: an absent exact string gives "no record", never unrelated hi
   t.equal(abstentionOf(recallBlocks(store, '13010 和 19999 哪个是网关', { topK: 5 })), undefined)
   t.equal(abstentionOf(recallBlocks(store, '那个 19999 端口呢', { topK: 5 })), undefined, 'vague pointer')
   t.equal(abstentionOf(recallBlocks(store, '监控面板的端口', { topK: 5 })), undefined, 'pure Chinese')
+  const versions = storeWith(['网关升级到 v2.3.1', 'agent 版本 1.4.0'])
+  t.teardown(() => versions.close())
+  t.equal(abstentionOf(recallBlocks(versions, '2.3.1 升级了什么', { topK: 5 })), undefined, 'a version is found without its v')
+  t.equal(abstentionOf(recallBlocks(versions, 'v1.4.0 是哪个组件', { topK: 5 })), undefined, '… and with it')
+  t.ok(abstentionOf(recallBlocks(versions, 'v1.5.0 是哪个组件', { topK: 5 })), 'another version still abstains')
 })
 
 t.test('abstention: only specific numeric strings decide; dates never do', async (t) => {
