@@ -49,10 +49,10 @@ interface Candidate {
  *
  * 1. Analyse the query into exact symbols, Latin words and CJK bigrams, each with a weight
  *    (`symbols.ts`; a pasted transcript loses its speaker labels and weighs repeated terms and
- *    its last turn more).
+ *    its last turn more); a long query keeps its rarest terms (`specificTerms`).
  * 2. FTS5 generates candidates: an OR of every term by bm25, plus each exact symbol as a phrase.
  *    Superseded blocks are dropped.
- * 3. Abstention: if the query names specific exact strings and the store holds none of them,
+ * 3. Abstention: if the query names specific numeric strings and the store holds none of them,
  *    return no hits, marked with the reason (`abstain.ts`).
  * 4. Lexical score in [0, 1]: bm25 relative to the best candidate, blended with IDF-weighted
  *    coverage of the query's Latin words (`coverage.ts`).
@@ -88,7 +88,7 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
   if (blocks.length === 0) return []
 
   let best = 0
-  for (const value of bm25.values()) best = Math.min(best, value)
+  for (const [rowid] of blocks) best = Math.min(best, bm25.get(rowid)!)
   const words = options.coverage === false ? [] : weightedWords(store, analysis)
   const scored: Candidate[] = []
   for (const [rowid, block] of blocks) {
