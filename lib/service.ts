@@ -2,7 +2,7 @@ import { Service, type Context } from '@deepseek-ai/cordis'
 import type { Config } from './config.ts'
 import { StableMemError } from './errors.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
-import type { Hit } from './recall/types.ts'
+import type { HybridHits } from './recall/types.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
@@ -57,16 +57,18 @@ export class StableMem extends Service {
     }
   }
 
-  /** Stores a note; idempotent by content (the id is the text's hash). */
+  /** Stores a note; idempotent by content (the id is the text's hash). `supersedes` retires an older note from recall. */
   async commit(input: CommitInput): Promise<CommitResult> {
     return this.open().commit(input)
   }
 
   /**
    * Recalls up to `topK` notes for a query, best first. Returned notes count as accesses unless
-   * `recordAccess` is false (then call `recordAccess` for the ones actually used).
+   * `recordAccess` is false (then call `recordAccess` for the ones actually used). When the query
+   * names a specific exact string the store lacks, the result is empty and carries a
+   * non-enumerable `abstained` reason (`abstentionOf`).
    */
-  async recall(query: string, options: { topK?: number, recordAccess?: boolean } = {}): Promise<Hit[]> {
+  async recall(query: string, options: { topK?: number, recordAccess?: boolean } = {}): Promise<HybridHits> {
     return recallBlocksHybrid(this.open(), null, query, { topK: options.topK, recordAccess: options.recordAccess ?? true })
   }
 

@@ -18,6 +18,11 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
       text: { type: 'string', required: true, description: 'The note, self-contained (subject + fact).' },
       source: { type: 'string', description: 'Optional provenance tag, e.g. "user" or a file name.' },
       scene: { type: 'string', description: 'Optional scene key the note belongs to, e.g. "chan:qq".' },
+      supersedes: {
+        type: 'string',
+        description: 'Optional id (blk_…) of an earlier note this one replaces, e.g. when a port or path changed. ' +
+          'The old note stays stored but is no longer recalled.',
+      },
     },
     output: {
       schema: {
@@ -35,7 +40,7 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
       // note that already exists (e.g. one saved with source 'user'), so it applies to new notes only.
       const exists = args.source === undefined && await ctx.stablemem.get(blockId(args.text)) !== undefined
       const source = args.source ?? (exists ? '' : 'model')
-      const result = await ctx.stablemem.commit({ text: args.text, source, scene: args.scene ?? '' })
+      const result = await ctx.stablemem.commit({ text: args.text, source, scene: args.scene ?? '', supersedes: args.supersedes ?? '' })
       return { id: result.id, created: result.created }
     },
   })

@@ -3,12 +3,14 @@ import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import type { Config } from '../config.ts'
 import { queryFromBatch } from './query-source.ts'
-import { renderRecall } from './render.ts'
+import { abstentionOf } from '../recall/abstain.ts'
+import { renderAbstention, renderRecall } from './render.ts'
 
 /**
  * Registers the per-turn recall: on the first step of a turn, after everything downstream has
  * built the batch (`await next()`), find the human question, recall, and append one attributed
- * message of quoted notes. Tool continuations (step > 1) inject nothing, because injected messages
+ * message of quoted notes — or, when recall abstained, the notice that the store has no record of
+ * the specific strings asked about. Tool continuations (step > 1) inject nothing, because injected messages
  * are durable and re-sent with every later request. A failing recall is logged and counted; the
  * turn goes on without notes.
  */
@@ -23,12 +25,17 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
     const service = ctx.stablemem
     let text: string
     try {
-      const hits = (await service.recall(query, { topK: config.topK, recordAccess: false }))
-        .filter((h) => h.exact || h.score >= config.minScore)
-      const rendered = renderRecall(hits, config.injectBudgetChars)
-      // Only notes the model is shown count as accessed (not those cut by minScore or the budget).
-      await service.recordAccess(hits.slice(0, rendered.shown).map((h) => h.id))
-      text = rendered.text
+      const hits = await service.recall(query, { topK: config.topK, recordAccess: false })
+      const abstention = abstentionOf(hits)
+      if (abstention !== undefined) {
+        text = renderAbstention(abstention)
+      } else {
+        const shown = hits.filter((h) => h.exact || h.score >= config.minScore)
+        const rendered = renderRecall(shown, config.injectBudgetChars)
+        // Only notes the model is shown count as accessed (not those cut by minScore or the budget).
+        await service.recordAccess(shown.slice(0, rendered.shown).map((h) => h.id))
+        text = rendered.text
+      }
     } catch (error) {
       service.noteRecallFailure()
       logger.warn('recall failed, turn continues without notes: %s', error instanceof Error ? error.message : String(error))

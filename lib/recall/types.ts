@@ -1,3 +1,5 @@
+import type { RecallHits } from './abstain.ts'
+
 /** One recalled block as callers see it. */
 export interface Hit {
   id: string
@@ -21,5 +23,5 @@ export interface RecallOptions {
 /** Why the hybrid recall fell back to the lexical result. */
 export type DegradedReason = 'no_embedder' | 'embed_error' | 'timeout' | 'circuit_open' | 'language_gated'
 
-/** The hybrid result: the hits, plus a non-enumerable `degraded` reason when vectors took no part. */
-export type HybridHits = Hit[] & { readonly degraded?: DegradedReason }
+/** The hybrid result: the hits, plus a non-enumerable `degraded` reason when vectors took no part (and `abstained`, see `abstain.ts`). */
+export type HybridHits = RecallHits & { readonly degraded?: DegradedReason }

@@ -47,6 +47,12 @@ export const MIGRATIONS: readonly string[] = [
     tokenize = 'porter unicode61 remove_diacritics 2'
   );
   `,
+  // v2: supersede. A block replaced by a newer one keeps its row (still reachable by id) and names
+  // its successor here, so recall can skip it without reading edges; the edge records the history.
+  `
+  ALTER TABLE blocks ADD COLUMN superseded_by TEXT;
+  CREATE INDEX blocks_superseded ON blocks(superseded_by) WHERE superseded_by IS NOT NULL;
+  `,
 ]
 
 /** The schema version this code writes and reads. */
