@@ -1,0 +1,266 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import t from 'tap'
+import { COMMANDS } from '../lib/cli/run.ts'
+import { BlockStore } from '../lib/store/store.ts'
+import { runCli } from './helpers/cli.ts'
+
+function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'stablemem-cli-'))
+}
+
+t.test('every command has --help, exit 0, synopsis first', async (t) => {
+  for (const name of Object.keys(COMMANDS)) {
+    const r = await runCli([name, '--help'])
+    t.equal(r.code, 0, `${name} --help exits 0`)
+    t.match(r.stdout, new RegExp(`^Usage: stablemem ${name}`), `${name} --help starts with its synopsis`)
+    t.equal(r.stderr, '')
+  }
+  const top = await runCli(['--help'])
+  t.equal(top.code, 0)
+  for (const name of Object.keys(COMMANDS)) t.match(top.stdout, `  ${name} `)
+})
+
+t.test('usage errors exit 2 with one line on stderr', async (t) => {
+  const db = join(tempDir(), 'm.db')
+  const cases: Array<[string[], RegExp]> = [
+    [[], /Usage: stablemem <command>/],
+    [['frobnicate'], /unknown command "frobnicate"/],
+    [['stats', '--bogus', '--db', db], /unknown option --bogus/],
+    [['commit', '--db', db], /missing argument/],
+    [['get', 'a', 'b', '--db', db], /unexpected argument "b"/],
+    [['recall', 'x', '--k', '0', '--db', db], /--k must be a whole number/],
+    [['recall', 'x', '--k', 'five', '--db', db], /--k must be a whole number/],
+    [['export', '--format', 'csv', '--db', db], /--format must be jsonl or md/],
+    [['get', 'blk_nothex', '--db', db], /is not a block id/],
+    [['stats', '--db', ''], /--db needs a path/],
+  ]
+  for (const [args, message] of cases) {
+    const r = await runCli(args)
+    t.equal(r.code, 2, `${args.join(' ')} → 2`)
+    t.match(r.stderr, message)
+    if (args.length > 0) t.equal(r.stderr.trim().split('\n').length, 1, `${args.join(' ')}: one line`)
+    t.equal(r.stdout, '')
+  }
+  t.notOk(existsSync(db), 'no usage error created the store file')
+})
+
+t.test('commit, get and recall: Chinese and English, exact pin, read-only recall', async (t) => {
+  const db = join(tempDir(), 'm.db')
+  const zh = await runCli(['commit', 'billing 服务端口 8499，部署在 10.3.7.9', '--scene', 'ops', '--db', db, '--json'])
+  t.equal(zh.code, 0, zh.stderr)
+  const zhId = JSON.parse(zh.stdout) as { id: string, created: boolean }
+  t.match(zhId, { id: /^blk_[0-9a-f]{24}$/, created: true })
+  const en = await runCli(['commit', 'The staging database runs PostgreSQL 16.4 on db-stage.internal:5433', '--source', 'ops', '--db', db])
+  t.match(en.stdout, /^saved blk_[0-9a-f]{24}\n$/)
+  const again = await runCli(['commit', '  billing 服务端口 8499，部署在 10.3.7.9 ', '--db', db])
+  t.equal(again.stdout, `already stored as ${zhId.id}\n`, 'same text, same id')
+
+  const got = await runCli(['get', zhId.id, '--db', db, '--json'])
+  t.match(JSON.parse(got.stdout), { id: zhId.id, text: 'billing 服务端口 8499，部署在 10.3.7.9', source: 'cli', scene: 'ops', accessCount: 0, edges: [] })
+  const human = await runCli(['get', zhId.id, '--db', db])
+  t.match(human.stdout, /> billing 服务端口 8499/)
+
+  const recalled = await runCli(['recall', '8499 是哪个服务的端口？', '--db', db, '--json'])
+  t.equal(recalled.code, 0, recalled.stderr)
+  const hits = JSON.parse(recalled.stdout) as Array<{ id: string, score: number, exact: boolean, why: string }>
+  t.equal(hits[0]?.id, zhId.id)
+  t.equal(hits[0]?.exact, true)
+  t.ok(hits[0]!.score >= 1, 'pinned score')
+  t.match(hits[0]?.why, /exact 8499/)
+  const english = await runCli(['recall', 'which PostgreSQL version is on staging?', '--db', db])
+  t.match(english.stdout, /^1\. blk_[0-9a-f]{24}  score [0-9.]+\n   why: .*postgresql.*\n   > The staging database runs PostgreSQL 16\.4/)
+  const none = await runCli(['recall', 'zebra', '--db', db])
+  t.equal(none.stdout, 'no notes match\n')
+
+  const after = JSON.parse((await runCli(['get', zhId.id, '--db', db, '--json'])).stdout) as { accessCount: number }
+  t.equal(after.accessCount, 0, 'recall from the CLI is read-only')
+
+  const missing = await runCli(['get', 'blk_000000000000000000000000', '--db', db])
+  t.equal(missing.code, 1)
+  t.match(missing.stderr, /^stablemem get: no block blk_0+ in /)
+})
+
+t.test('refusals exit 1 with one line; reading a missing store creates nothing', async (t) => {
+  const dir = tempDir()
+  const db = join(dir, 'none', 'm.db')
+  for (const args of [['stats'], ['recall', 'x'], ['export'], ['get', 'blk_000000000000000000000000']]) {
+    const r = await runCli([...args, '--db', db])
+    t.equal(r.code, 1, `${args[0]} on a missing store fails`)
+    t.match(r.stderr, /^stablemem \w+: no store at .*m\.db \(nothing saved there yet/)
+    t.equal(r.stderr.trim().split('\n').length, 1)
+  }
+  t.notOk(existsSync(join(dir, 'none')), 'no file or directory was created')
+  const empty = await runCli(['commit', '   ', '--db', join(dir, 'm.db')])
+  t.equal(empty.code, 1)
+  t.equal(empty.stderr, 'stablemem commit: text is empty\n')
+  const large = await runCli(['commit', 'x'.repeat(40_000), '--db', join(dir, 'm.db')])
+  t.equal(large.code, 1)
+  t.match(large.stderr, /limit is 32768/)
+})
+
+t.test('--db defaults to the plugin default path under DSH_HOME', async (t) => {
+  const home = tempDir()
+  const r = await runCli(['commit', 'nginx 配置在 /etc/nginx/nginx.conf'], { env: { DSH_HOME: home } })
+  t.equal(r.code, 0, r.stderr)
+  t.ok(existsSync(join(home, 'stablemem', 'memory.db')))
+  const stats = await runCli(['stats', '--json'], { env: { DSH_HOME: home } })
+  t.match(JSON.parse(stats.stdout), { blocks: 1, edges: 0, schemaVersion: 1, path: join(home, 'stablemem', 'memory.db') })
+  const human = await runCli(['stats'], { env: { DSH_HOME: home } })
+  t.match(human.stdout, /blocks: +1\nedges: +0\nfile size: +[0-9.]+ KiB\nschema version: +1\nlast write: +\d{4}-/)
+})
+
+/** A store with edges, tags, access counts and fixed times: everything export must carry. */
+function richStore(path: string): BlockStore {
+  let clock = 1_700_000_000_000
+  const store = new BlockStore(path, { now: () => (clock += 1000) })
+  const a = store.commit({ text: 'billing 服务端口 8499', source: 'user', scene: 'chan:qq', semanticType: 'Service' })
+  const b = store.commit({ text: 'Deploy host is 10.3.7.9\nwith two lines' })
+  store.commit({ text: 'Ünïcödé café notes 🚀' })
+  store.recordAccess([a.id, b.id])
+  store.recordAccess([a.id])
+  store.link({ sourceKind: 'block', sourceId: a.id, targetKind: 'block', targetId: b.id, type: 'related' })
+  store.link({ sourceKind: 'scene', sourceId: 'chan:qq', targetKind: 'block', targetId: a.id, type: 'contains' })
+  return store
+}
+
+function dataLines(file: string): string[] {
+  return readFileSync(file, 'utf8').trim().split('\n').slice(1)
+}
+
+t.test('export → import → export is lossless and import is idempotent', async (t) => {
+  const dir = tempDir()
+  const src = join(dir, 'src.db')
+  const store = richStore(src)
+  const blocks = [...store.allBlocks()]
+  const edges = [...store.allEdges()]
+  store.close()
+  const first = join(dir, 'first.jsonl')
+  const exp = await runCli(['export', '--db', src, '--out', first])
+  t.equal(exp.code, 0, exp.stderr)
+  t.equal(exp.stderr, `exported 3 blocks and 2 edges to ${first}\n`)
+  t.same(readdirSync(dir).filter((f) => f.includes('.partial-')), [], 'no partial file left')
+
+  const dst = join(dir, 'dst.db')
+  const imp = await runCli(['import', first, '--db', dst, '--json'])
+  t.equal(imp.code, 0, imp.stderr)
+  t.same(JSON.parse(imp.stdout), { lines: 6, blocksCreated: 3, blocksMerged: 0, edgesCreated: 2, edgesExisting: 0 })
+  const copy = new BlockStore(dst)
+  t.same([...copy.allBlocks()], blocks, 'blocks identical: ids, text, tags, times, access counts')
+  t.same([...copy.allEdges()], edges, 'edges identical, with their times')
+  t.same(copy.edgesOf('block', blocks[0]!.id).length, 2)
+  copy.close()
+
+  const second = join(dir, 'second.jsonl')
+  await runCli(['export', '--db', dst, '--out', second])
+  t.same(dataLines(second), dataLines(first), 'a second export is byte-identical apart from the header time')
+
+  const again = await runCli(['import', first, '--db', dst])
+  t.equal(again.code, 0)
+  t.equal(again.stdout, 'imported 6 lines: 3 blocks (0 new, 3 already present), 2 edges (0 new, 2 already present)\n')
+  await runCli(['export', '--db', dst, '--out', second])
+  t.same(dataLines(second), dataLines(first), 'importing twice changed nothing')
+
+  const recall = await runCli(['recall', '8499', '--db', dst, '--json'])
+  t.equal((JSON.parse(recall.stdout) as Array<{ id: string }>)[0]?.id, blocks[0]!.id, 'imported blocks are indexed for recall')
+
+  const md = await runCli(['export', '--format', 'md', '--db', dst])
+  t.match(md.stdout, /^# dsh-stablemem export\n\n3 blocks, 2 edges/)
+  t.match(md.stdout, /> Deploy host is 10\.3\.7\.9\n> with two lines/)
+  t.match(md.stdout, /- related → block `blk_/)
+})
+
+t.test('a malformed line stops the import with its number and keeps the lines before it', async (t) => {
+  const dir = tempDir()
+  const src = join(dir, 'src.db')
+  richStore(src).close()
+  const file = join(dir, 'x.jsonl')
+  await runCli(['export', '--db', src, '--out', file])
+  const lines = readFileSync(file, 'utf8').trim().split('\n')
+  const bad = [lines[0], lines[1], lines[2], '{"record":"block", oops', lines[3], lines[4], lines[5]].join('\n')
+  const badFile = join(dir, 'bad.jsonl')
+  writeFileSync(badFile, bad)
+  const dst = join(dir, 'dst.db')
+  const r = await runCli(['import', badFile, '--db', dst])
+  t.equal(r.code, 1)
+  t.equal(r.stderr, 'stablemem import: line 4: not valid JSON; the 3 lines before it were imported\n')
+  t.match(r.stdout, /imported 3 lines: 2 blocks \(2 new/)
+  const store = new BlockStore(dst)
+  t.equal(store.count(), 2, 'the two blocks before the bad line are stored')
+  store.close()
+
+  writeFileSync(badFile, lines.join('\n') + '\n')
+  const fixed = await runCli(['import', badFile, '--db', dst])
+  t.equal(fixed.code, 0, 'after fixing the line the import completes')
+  t.match(fixed.stdout, /3 blocks \(1 new, 2 already present\), 2 edges \(2 new/)
+
+  const refusals: Array<[string, RegExp]> = [
+    [lines[1]!.replace('8499', '8500'), /line 2: id blk_\w+ is not the content address of its text/],
+    ['{"record":"edge","sourceKind":"block","sourceId":"blk_000000000000000000000000","targetKind":"x","targetId":"y","type":"t","createdAt":1}', /line 2: sourceId: no block blk_0+/],
+    ['{"record":"block","id":"blk_1","text":5}', /line 2: block field text must be a string/],
+    ['{"record":"mystery"}', /line 2: unknown record "mystery"/],
+    ['[1,2]', /line 2: not a JSON object/],
+    [lines[0]!, /line 2: a header is only allowed on the first line/],
+    [lines[1]!.replace('"accessCount":2', '"accessCount":-1'), /line 2: accessCount must be a non-negative integer/],
+  ]
+  for (const [line, message] of refusals) {
+    writeFileSync(badFile, `${lines[0]}\n${line}\n`)
+    const out = await runCli(['import', badFile, '--db', join(dir, 'refuse.db')])
+    t.equal(out.code, 1, line)
+    t.match(out.stderr, message)
+  }
+  writeFileSync(badFile, '{"record":"header","format":"dsh-stablemem","version":2}\n')
+  const newer = await runCli(['import', badFile, '--db', join(dir, 'refuse.db')])
+  t.match(newer.stderr, /line 1: export version 2 is newer/)
+  const absent = await runCli(['import', join(dir, 'absent.jsonl'), '--db', join(dir, 'refuse.db')])
+  t.equal(absent.code, 1)
+  t.match(absent.stderr, /^stablemem import: cannot read .*absent\.jsonl: ENOENT\n$/)
+})
+
+t.test('doctor: healthy, missing, damaged, foreign, newer and unindexed stores', async (t) => {
+  const dir = tempDir()
+  const fresh = await runCli(['doctor', '--db', join(dir, 'nothing.db')])
+  t.equal(fresh.code, 0, fresh.stdout)
+  t.match(fresh.stdout, /^ok    node +Node 24\./m)
+  t.match(fresh.stdout, /^ok    node:sqlite +SQLite 3\./m)
+  t.match(fresh.stdout, /^ok    fts5 /m)
+  t.match(fresh.stdout, /no store yet at .*nothing\.db; it is created on the first save/)
+  t.notOk(existsSync(join(dir, 'nothing.db')), 'doctor creates nothing')
+
+  const good = join(dir, 'good.db')
+  richStore(good).close()
+  const healthy = await runCli(['doctor', '--db', good, '--json'])
+  t.equal(healthy.code, 0)
+  t.same((JSON.parse(healthy.stdout) as Array<{ status: string }>).map((c) => c.status), ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok'])
+
+  const junk = join(dir, 'junk.db')
+  writeFileSync(junk, 'this is not a database at all, just text'.repeat(200))
+  const damaged = await runCli(['doctor', '--db', junk])
+  t.equal(damaged.code, 1)
+  t.match(damaged.stdout, /fail  integrity +.*junk\.db is not a readable SQLite database .*restore it/)
+  t.match(damaged.stdout, /1 problem found\n$/)
+
+  const foreign = join(dir, 'foreign.db')
+  new DatabaseSync(foreign).exec('CREATE TABLE t (x)')
+  t.match((await runCli(['doctor', '--db', foreign])).stdout, /fail  schema +.*not a dsh-stablemem store/)
+
+  const newer = join(dir, 'newer.db')
+  richStore(newer).close()
+  const raw = new DatabaseSync(newer)
+  raw.exec('PRAGMA user_version = 99')
+  raw.close()
+  const newerRun = await runCli(['doctor', '--db', newer])
+  t.equal(newerRun.code, 1)
+  t.match(newerRun.stdout, /fail  schema +version 99 was written by a newer dsh-stablemem .*upgrade the package/)
+
+  const unindexed = join(dir, 'unindexed.db')
+  richStore(unindexed).close()
+  const db = new DatabaseSync(unindexed)
+  db.exec('DELETE FROM blocks_fts WHERE rowid = 1')
+  db.close()
+  const index = await runCli(['doctor', '--db', unindexed])
+  t.equal(index.code, 1)
+  t.match(index.stdout, /fail  index +the full-text index holds 2 entries for 3 blocks/)
+})
