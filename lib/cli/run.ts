@@ -75,6 +75,10 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     return await command.run({ args: parsed.positionals, values: parsed.values as Record<string, string | boolean | undefined>, db, io })
   } catch (error) {
     if (error instanceof UsageError) return usageFailure(io, error.message, name)
+    if ((error as NodeJS.ErrnoException).code === 'ERR_UNKNOWN_BUILTIN_MODULE') {
+      println(io.stderr, `stablemem ${name}: this Node (${process.versions.node}) has no node:sqlite; run \`stablemem doctor\` for details`)
+      return 1
+    }
     println(io.stderr, `stablemem ${name}: ${error instanceof StableMemError ? error.message : firstLine(error)}`)
     return 1
   }
