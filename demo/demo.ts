@@ -95,7 +95,9 @@ async function main(): Promise<number> {
     console.log(`user: ${prompt}`)
     const agent = ctx.agentLoop.create(SessionId(`demo-${name.replace(/\W+/g, '-').toLowerCase()}`), route)
     agent.followup(createUserMessage({ content: [{ type: 'text', text: prompt }], source: { kind: 'user' } }))
+    const errorsBefore = errors.length
     await agent.whenIdle()
+    if (errors.length > errorsBefore) throw new Error(`${name} failed: ${errors.slice(errorsBefore).join(' | ')}`)
     const mine = calls.slice(first)
     mine.forEach((call, i) => {
       const results = newToolResults(mine[i - 1]?.request, call.request)
@@ -110,6 +112,7 @@ async function main(): Promise<number> {
     return mine
   }
 
+  let failure: string | undefined
   try {
     const s1 = await turn('Session 1', SESSION_1)
     const saved = [...new Set((s1.at(-1)?.request.messages ?? []).flatMap(toolResultTexts).flatMap((t) => /blk_[0-9a-f]{24}/.exec(t)?.[0] ?? []))]
@@ -130,11 +133,13 @@ async function main(): Promise<number> {
     const stats = await ctx.stablemem.stats()
     console.log(`\nDone. ${stats.blocks} notes in ${storePath}; recall messages injected: ${stats.injections}.`)
     console.log(`Inspect it: npx stablemem stats --db ${storePath}   (after npm run build; or node lib/cli/main.ts …)`)
+  } catch (error) {
+    failure = error instanceof Error ? error.message : String(error)
   } finally {
     await ctx.fiber.dispose()
   }
-  if (errors.length > 0) {
-    console.error(`demo: the agent reported ${errors.length} error(s): ${errors.join(' | ')}`)
+  if (failure !== undefined) {
+    console.error(`demo: ${failure}`)
     return 1
   }
   return 0

@@ -67,3 +67,13 @@ t.test('with a key the demo goes through dsh\'s DeepSeek adapter (here to a loop
   t.match(r.stdout, /model: 记忆里写着：billing 服务端口 8499/)
   t.match(r.stdout, /model: 记忆里写着：the staging database is PostgreSQL 16\.4/)
 })
+
+t.test('an unreachable model fails the demo visibly, in one line', async (t) => {
+  const server = await startFakeDeepSeek(() => ({ text: 'unused' }))
+  const deadURL = server.baseURL
+  await server.close()
+  const r = await runDemo([], { DEEPSEEK_API_KEY: 'sk-demo-test', DEEPSEEK_BASE_URL: deadURL })
+  t.equal(r.code, 1)
+  t.equal(r.stderr, `demo: Session 1 failed: DeepSeek API request to ${deadURL} failed\n`)
+  t.notMatch(r.stdout, /Session 2/, 'it stops instead of pretending')
+})
