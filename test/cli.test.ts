@@ -1,11 +1,12 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
 import { COMMANDS } from '../lib/cli/run.ts'
 import { BlockStore } from '../lib/store/store.ts'
-import { runCli } from './helpers/cli.ts'
+import { CLI_SOURCE, runCli } from './helpers/cli.ts'
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'stablemem-cli-'))
@@ -263,4 +264,31 @@ t.test('doctor: healthy, missing, damaged, foreign, newer and unindexed stores',
   const index = await runCli(['doctor', '--db', unindexed])
   t.equal(index.code, 1)
   t.match(index.stdout, /fail  index +the full-text index holds 2 entries for 3 blocks/)
+})
+
+t.test('import shows progress on a terminal for a large file, and none when piped', async (t) => {
+  const dir = tempDir()
+  const src = new BlockStore(join(dir, 'src.db'))
+  src.commitMany(Array.from({ length: 12_000 }, (_, i) => ({ text: `note ${i}: service-${i} 端口 ${10_000 + i} ${'x'.repeat(80)}` })))
+  src.close()
+  const file = join(dir, 'big.jsonl')
+  t.equal((await runCli(['export', '--db', join(dir, 'src.db'), '--out', file])).code, 0)
+  t.ok(statSync(file).size > 1 << 20, 'over the 1 MiB progress threshold')
+
+  const piped = await runCli(['import', file, '--db', join(dir, 'piped.db')])
+  t.equal(piped.code, 0)
+  t.equal(piped.stderr, '', 'no progress when stderr is not a terminal')
+  t.match(piped.stdout, /^imported 12001 lines: 12000 blocks \(12000 new/)
+
+  const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).status === 0
+  if (!hasScript) {
+    t.comment('util-linux `script` not found: the terminal progress path is covered by the onProgress unit test only')
+    return
+  }
+  // `script` runs the command on a pseudo-terminal, so stderr is a TTY as in an interactive shell.
+  const command = [process.execPath, CLI_SOURCE, 'import', file, '--db', join(dir, 'tty.db')].map((a) => `'${a}'`).join(' ')
+  const tty = spawnSync('script', ['-qec', command, '/dev/null'], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: process.env.HOME } })
+  t.equal(tty.status, 0, tty.stderr)
+  t.match(tty.stdout, /\rimporting .*big\.jsonl: 1000 lines, \d+%/)
+  t.match(tty.stdout, /\r\x1b\[Kimported 12001 lines/, 'the progress line is cleared before the summary')
 })
