@@ -132,7 +132,7 @@ async function main(): Promise<number> {
     await turn('Session 3', SESSION_3)
     const stats = await ctx.stablemem.stats()
     console.log(`\nDone. ${stats.blocks} notes in ${storePath}; recall messages injected: ${stats.injections}.`)
-    console.log(`Inspect it: npx stablemem stats --db ${storePath}   (after npm run build; or node lib/cli/main.ts …)`)
+    console.log(`Inspect it: npm run stablemem -- recall "billing 端口" --db ${storePath}`)
   } catch (error) {
     failure = error instanceof Error ? error.message : String(error)
   } finally {
