@@ -109,3 +109,13 @@ t.test('--db defaults to the plugin default path under DSH_HOME', async (t) => {
   const human = await runCli(['stats'], { env: { DSH_HOME: home } })
   t.match(human.stdout, /blocks: +1\nedges: +0\nfile size: +[0-9.]+ KiB\nschema version: +1\nlast write: +\d{4}-/)
 })
+
+t.test('hostile recall queries never crash: FTS syntax, quotes, emoji, dashes', async (t) => {
+  const db = join(tempDir(), 'm.db')
+  await runCli(['commit', 'gateway 10.0.0.1 "quoted" NEAR(x)', '--db', db])
+  for (const query of ['"', 'NEAR(a b)', 'a OR b AND NOT c*', '^', '😀😀', '-- --', '*', '{latin}: x', 'gateway"', '\u2028\u2029']) {
+    const r = await runCli(['recall', '--db', db, '--json', '--', query])
+    t.equal(r.code, 0, `query ${JSON.stringify(query)}: ${r.stderr}`)
+    t.ok(Array.isArray(JSON.parse(r.stdout)))
+  }
+})

@@ -20,7 +20,7 @@ interface Row {
 }
 
 /** The rows the schema implies: leaves of nested objects get dotted names (`embed.url`). */
-export function schemaRows(schema: Schema, prefix = ''): Row[] {
+function schemaRows(schema: Schema, prefix = ''): Row[] {
   const dict = (schema as unknown as { dict?: Record<string, Schema> }).dict ?? {}
   return Object.entries(dict).flatMap(([key, field]) => {
     const node = field as unknown as { type: string, inner?: { type: string }, meta?: { default?: unknown, description?: unknown, min?: number, max?: number, step?: number } }
@@ -45,7 +45,7 @@ function typeName(node: { type: string, inner?: { type: string }, meta?: { min?:
 }
 
 /** The rows of the README table between the config-table markers. */
-export function tableRows(markdown: string): Row[] {
+function tableRows(markdown: string): Row[] {
   const start = markdown.indexOf('<!-- config-table:start -->')
   const end = markdown.indexOf('<!-- config-table:end -->')
   if (start < 0 || end < start) throw new Error('config table markers not found')
@@ -60,7 +60,7 @@ function unquote(cell: string): string {
 }
 
 /** Every difference between a documented table and the schema, as readable lines. */
-export function drift(documented: Row[], expected: Row[], compareDescriptions: boolean): string[] {
+function drift(documented: Row[], expected: Row[], compareDescriptions: boolean): string[] {
   const problems: string[] = []
   const names = (rows: Row[]) => rows.map((r) => r.name).join(', ')
   if (names(documented) !== names(expected)) problems.push(`fields: README has [${names(documented)}], schema has [${names(expected)}]`)
