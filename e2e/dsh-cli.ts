@@ -5,7 +5,7 @@
  * profile resolves it, beside the `@deepseek-ai/*` copies dsh links into every profile.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -13,9 +13,15 @@ import { fileURLToPath } from 'node:url'
 export const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** Where the dsh CLI is installed. */
 export const DSH_CACHE = join(PACKAGE_ROOT, '.cache', 'dsh-e2e')
+/**
+ * The lock file of that install, kept in the repository. Regenerate it after changing
+ * `DSH_INSTALL`: delete `.cache/dsh-e2e`, run `npm install` there with the new package.json, and
+ * copy its package-lock.json here.
+ */
+export const DSH_LOCK = join(PACKAGE_ROOT, 'e2e', 'dsh-install.lock.json')
 
 /**
- * The dsh install: the 0.1.0-rc.8 set that installs together, with Node 24 for the CLI, and the
+ * The dsh install (its package.json): the 0.1.0-rc.8 set that installs together, with Node 24 for the CLI, and the
  * HMR plugin pinned to a release that still has `registerConfig` (1.0.19 removed it and the
  * launcher calls it; see ../shared/research/dsh-contract.md §0).
  */
@@ -40,6 +46,12 @@ export function ensureDsh(log: (line: string) => void): string {
   mkdirSync(DSH_CACHE, { recursive: true })
   rmSync(stamp, { force: true })
   writeFileSync(join(DSH_CACHE, 'package.json'), spec)
+  // The committed lock pins every transitive package: the install is reproducible and skips
+  // npm's dependency resolution, which is most of a cold install's time (about 30 minutes here
+  // without it, under a minute with it and a warm npm cache). `npm install`, not `npm ci`: the
+  // lock leaves out platform-specific optional packages that the registry does not have, and
+  // `npm ci` refuses such a lock.
+  copyFileSync(DSH_LOCK, join(DSH_CACHE, 'package-lock.json'))
   execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: DSH_CACHE, stdio: ['ignore', 'ignore', 'inherit'], timeout: 30 * 60_000 })
   writeFileSync(stamp, spec)
   return bin
