@@ -5,7 +5,7 @@
  * profile resolves it, beside the `@deepseek-ai/*` copies dsh links into every profile.
  */
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -70,19 +70,12 @@ export function packThisPackage(dir: string): string {
  * its peers: those must be the `@deepseek-ai/*` copies dsh links into `profiles/node_modules`).
  */
 export function installIntoProfile(tarball: string, profileDir: string): string {
-  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { name: string, dependencies?: Record<string, string> }
+  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { name: string }
   const target = join(profileDir, 'node_modules', pkg.name)
   rmSync(target, { recursive: true, force: true })
   mkdirSync(target, { recursive: true })
   execFileSync('tar', ['-xzf', tarball, '-C', target, '--strip-components=1'])
-  if (Object.keys(pkg.dependencies ?? {}).length > 0) {
-    // Runtime dependencies only, resolved in a scratch folder and moved under the package.
-    const scratch = join(profileDir, '.stablemem-deps')
-    mkdirSync(scratch, { recursive: true })
-    writeFileSync(join(scratch, 'package.json'), JSON.stringify({ private: true, dependencies: pkg.dependencies }))
-    execFileSync('npm', ['install', '--no-package-lock', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: scratch, stdio: ['ignore', 'ignore', 'inherit'] })
-    renameSync(join(scratch, 'node_modules'), join(target, 'node_modules'))
-    rmSync(scratch, { recursive: true, force: true })
-  }
+  // The same command the README gives users: runtime dependencies only, no second copy of dsh.
+  execFileSync('npm', ['install', '--omit=dev', '--omit=peer', '--no-package-lock', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: target, stdio: ['ignore', 'ignore', 'inherit'] })
   return target
 }

@@ -62,7 +62,8 @@ t.test('dsh --profile headless: a fact saved in session 1 is recalled into sessi
   t.equal(init.code, 0, `profile initialised: ${init.stderr}`)
   const profileDir = join(home, 'profiles', 'headless')
   t.ok(existsSync(join(home, 'profiles', 'node_modules', '@deepseek-ai', 'cordis')), 'dsh links its packages for profiles')
-  installIntoProfile(tarball, profileDir)
+  const installed = installIntoProfile(tarball, profileDir)
+  t.notOk(existsSync(join(installed, 'node_modules', '@deepseek-ai')), 'no second copy of the dsh packages beside the plugin')
 
   const store = join(work, 'memory.db')
   const patch = join(work, 'stablemem.patch.yml')
