@@ -102,7 +102,7 @@ function serviceExample(markdown: string, heading: RegExp): string {
 t.test('the README service example runs as written against the real plugin', async (t) => {
   const code = serviceExample(README, /^## The service/m)
   t.equal(serviceExample(README_ZH, /^## 服务/m), code, 'the Chinese README shows the same code')
-  const file = join(mkdtempSync(join(tmpdir(), 'stablemem-readme-')), 'deploy-notes.ts')
+  const file = join(mkdtempSync(join(tmpdir(), 'stablemem-readme-')), 'deploy-notes.mts')
   writeFileSync(file, code)
   const example = await import(pathToFileURL(file).href) as { name: string, inject: string[], apply: (ctx: unknown) => Promise<void> }
   t.same(example.inject, ['stablemem'])
