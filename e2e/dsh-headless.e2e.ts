@@ -8,7 +8,7 @@
  * Run with `npm run test:e2e`. The first run installs dsh into `.cache/dsh-e2e/` (minutes).
  */
 import { execFile } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import t from 'tap'
@@ -34,6 +34,10 @@ function run(bin: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): 
 t.test('dsh --profile headless: a fact saved in session 1 is recalled into session 2', async (t) => {
   const bin = ensureDsh((line) => t.comment(line))
   const work = realpathSync(mkdtempSync(join(tmpdir(), 'stablemem-e2e-')))
+  t.teardown(() => {
+    if (t.passing()) rmSync(work, { recursive: true, force: true })
+    else t.comment(`kept for inspection: ${work}`)
+  })
   const tarball = packThisPackage(work)
   t.comment(`packed ${tarball}`)
 
