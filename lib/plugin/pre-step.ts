@@ -4,13 +4,15 @@ import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import type { Config } from '../config.ts'
 import { queryFromBatch } from './query-source.ts'
 import { abstentionOf } from '../recall/abstain.ts'
+import { isQuestion } from '../text/question.ts'
 import { renderAbstention, renderRecall } from './render.ts'
 
 /**
  * Registers the per-turn recall: on the first step of a turn, after everything downstream has
  * built the batch (`await next()`), find the human question, recall, and append one attributed
  * message of quoted notes — or, when recall abstained, the notice that the store has no record of
- * the specific strings asked about. Tool continuations (step > 1) inject nothing, because injected messages
+ * the specific strings a question asks about (never after a statement, never on an empty store).
+ * Tool continuations (step > 1) inject nothing, because injected messages
  * are durable and re-sent with every later request. A failing recall is logged and counted; the
  * turn goes on without notes.
  */
@@ -28,7 +30,9 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
       const hits = await service.recall(query, { topK: config.topK, recordAccess: false })
       const abstention = abstentionOf(hits)
       if (abstention !== undefined) {
-        text = renderAbstention(abstention)
+        // The notice answers a question about a store that holds notes; after a statement, or
+        // with nothing stored yet, it would only make the model doubt what the user just said.
+        text = isQuestion(query) && (service.blockCount() ?? 0) > 0 ? renderAbstention(abstention) : ''
       } else {
         const shown = hits.filter((h) => h.exact || h.score >= config.minScore)
         const rendered = renderRecall(shown, config.injectBudgetChars)

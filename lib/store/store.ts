@@ -275,6 +275,80 @@ export class BlockStore {
     }
   }
 
+  /** Every block in insertion order, read lazily so an export never holds the whole store in memory. */
+  * allBlocks(): IterableIterator<Block> {
+    this.assertOpen()
+    for (const row of this.db.prepare(`SELECT ${BLOCK_COLUMNS} FROM blocks ORDER BY rowid`).iterate()) yield toBlock(row)
+  }
+
+  /** Every edge in insertion order, read lazily (see `allBlocks`). */
+  * allEdges(): IterableIterator<Edge> {
+    this.assertOpen()
+    const sql = 'SELECT source_kind, source_id, target_kind, target_id, type, created_at FROM edges ORDER BY id'
+    for (const r of this.db.prepare(sql).iterate()) {
+      yield {
+        sourceKind: String(r.source_kind), sourceId: String(r.source_id), targetKind: String(r.target_kind),
+        targetId: String(r.target_id), type: String(r.type), createdAt: Number(r.created_at),
+      }
+    }
+  }
+
+  /**
+   * Restores one exported block exactly: id, text, tags, times and access statistics, so an
+   * export/import round trip is lossless. The text must already be canonical and the id must be
+   * its content address; anything else is refused, because it would break content addressing.
+   * A block that already exists is merged, never duplicated: earliest creation, latest update
+   * and access, the larger access count, and the imported non-empty tags when the import is newer.
+   * Merging is idempotent, so importing the same file twice changes nothing. Call it inside
+   * `transaction` to restore many blocks in one write.
+   */
+  importBlock(block: Block): { created: boolean } {
+    const row = this.validate(block, '')
+    if (row.text !== block.text) throw new StableMemError('invalid_input', 'text is not in canonical form (NFC, trimmed)')
+    if (row.id !== block.id) throw new StableMemError('invalid_input', `id ${String(block.id)} is not the content address of its text (expected ${row.id})`)
+    const createdAt = checkTime(block.createdAt, 'createdAt')
+    const updatedAt = checkTime(block.updatedAt, 'updatedAt')
+    const accessCount = checkTime(block.accessCount, 'accessCount')
+    const lastAccessAt = block.lastAccessAt === null ? null : checkTime(block.lastAccessAt, 'lastAccessAt')
+    const supersededBy = block.supersededBy === null ? null : checkTag(block.supersededBy, 'supersededBy', true)
+    const insert = this.stmt('importInsert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, superseded_by)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING rowid`)
+    const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, supersededBy) as { rowid: number } | undefined
+    if (inserted) {
+      this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
+      return { created: true }
+    }
+    this.stmt('importMerge', `UPDATE blocks SET
+      source = CASE WHEN ?1 <> '' AND ?5 > updated_at THEN ?1 ELSE source END,
+      scene = CASE WHEN ?2 <> '' AND ?5 > updated_at THEN ?2 ELSE scene END,
+      semantic_type = CASE WHEN ?3 <> '' AND ?5 > updated_at THEN ?3 ELSE semantic_type END,
+      created_at = min(created_at, ?4),
+      updated_at = max(updated_at, ?5),
+      access_count = max(access_count, ?6),
+      last_access_at = CASE WHEN ?7 IS NULL THEN last_access_at WHEN last_access_at IS NULL THEN ?7 ELSE max(last_access_at, ?7) END,
+      superseded_by = coalesce(superseded_by, ?9)
+      WHERE id = ?8`).run(row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, row.id, supersededBy)
+    return { created: false }
+  }
+
+  /**
+   * Restores one exported edge with its original creation time; idempotent like `link`, and a
+   * `block` endpoint must already exist (export writes blocks before edges).
+   */
+  importEdge(edge: Edge): { created: boolean } {
+    const createdAt = checkTime(edge.createdAt, 'createdAt')
+    for (const field of ['sourceKind', 'sourceId', 'targetKind', 'targetId', 'type'] as const) {
+      checkTag(edge[field], field, true)
+    }
+    for (const [kind, id, field] of [[edge.sourceKind, edge.sourceId, 'sourceId'], [edge.targetKind, edge.targetId, 'targetId']] as const) {
+      if (kind === 'block' && !this.get(id)) throw new StableMemError('not_found', `${field}: no block ${id}`)
+    }
+    const result = this.stmt('importEdge', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
+      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
+      .run(edge.sourceKind, edge.sourceId, edge.targetKind, edge.targetId, edge.type, createdAt)
+    return { created: Number(result.changes) > 0 }
+  }
+
   private validate(input: CommitInput, prefix: string): Required<CommitInput> & { id: string } {
     if (input === null || typeof input !== 'object') throw new StableMemError('invalid_input', `${prefix === '' ? 'input' : prefix.slice(0, -1)} must be an object with a text field`)
     if (typeof input.text !== 'string') throw new StableMemError('invalid_input', `${prefix}text must be a string`)
@@ -326,6 +400,14 @@ function checkTag(value: unknown, field: string, required: boolean): string {
   if (value.length > MAX_TAG_CHARS) throw new StableMemError('too_large', `${field} is longer than ${MAX_TAG_CHARS} characters`)
   if (hasLoneSurrogate(value) || value.includes('\0')) throw new StableMemError('invalid_input', `${field} contains NUL or an unpaired surrogate`)
   return value.normalize('NFC').trim()
+}
+
+/** A time or counter from an import: a non-negative safe integer. */
+function checkTime(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new StableMemError('invalid_input', `${field} must be a non-negative integer`)
+  }
+  return value
 }
 
 function toBlock(row: Record<string, unknown>): Block {

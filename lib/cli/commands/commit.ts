@@ -1,0 +1,25 @@
+/** `stablemem commit`: save a note from the shell, exactly as the commit tool would. */
+import { println, type Command } from '../command.ts'
+import { openForWrite, withStore } from '../open-store.ts'
+
+/** The commit command. */
+export const command: Command = {
+  usage: [
+    'Usage: stablemem commit <text> [--source <s>] [--scene <s>] [--db <path>] [--json]',
+    '',
+    'Saves one note. The id is the hash of the text, so saving the same text twice is harmless.',
+    '',
+    '  --source <s>  provenance tag (default "cli")',
+    '  --scene <s>   scene key the note belongs to',
+    '  --json        print {"id","created"} as JSON',
+  ].join('\n'),
+  options: { source: { type: 'string' }, scene: { type: 'string' }, json: { type: 'boolean' } },
+  positionals: { min: 1, max: 1 },
+  async run({ db, args, values, io }) {
+    const input = { text: args[0]!, source: typeof values.source === 'string' ? values.source : 'cli', scene: typeof values.scene === 'string' ? values.scene : '' }
+    const result = await withStore(openForWrite(db), (store) => store.commit(input))
+    if (values.json === true) println(io.stdout, JSON.stringify(result))
+    else println(io.stdout, result.created ? `saved ${result.id}` : `already stored as ${result.id}`)
+    return 0
+  },
+}

@@ -1,0 +1,42 @@
+/** `stablemem stats`: what is in the store file, for a quick look or a script (`--json`). */
+import { println, type Command } from '../command.ts'
+import { openExisting, withStore } from '../open-store.ts'
+
+/** The stats command. */
+export const command: Command = {
+  usage: [
+    'Usage: stablemem stats [--db <path>] [--json]',
+    '',
+    'Blocks, edges, file size, schema version and the time of the last write.',
+    '',
+    '  --json  one JSON object instead of lines',
+  ].join('\n'),
+  options: { json: { type: 'boolean' } },
+  positionals: { min: 0, max: 0 },
+  async run({ db, values, io }) {
+    const stats = await withStore(openExisting(db), (store) => store.stats())
+    if (values.json === true) {
+      println(io.stdout, JSON.stringify(stats))
+      return 0
+    }
+    println(io.stdout, `store:          ${stats.path}`)
+    println(io.stdout, `blocks:         ${stats.blocks}`)
+    println(io.stdout, `edges:          ${stats.edges}`)
+    println(io.stdout, `file size:      ${formatBytes(stats.fileBytes)}`)
+    println(io.stdout, `schema version: ${stats.schemaVersion}`)
+    println(io.stdout, `last write:     ${stats.lastWriteAt === null ? 'never' : new Date(stats.lastWriteAt).toISOString()}`)
+    return 0
+  },
+}
+
+/** Bytes as a short human figure (B, KiB, MiB, GiB). */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB']
+  let value = bytes
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`
+}

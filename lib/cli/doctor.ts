@@ -1,0 +1,134 @@
+/**
+ * The checks behind `stablemem doctor`: can this Node run the store at all, and is the store
+ * file sound? Each check ends in a plain sentence saying what is wrong and what to do. Nothing
+ * here writes to the file, and `node:sqlite` is loaded dynamically so a Node without it gets a
+ * diagnosis instead of a crash.
+ */
+import { accessSync, constants, existsSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { SCHEMA_VERSION } from '../store/schema.ts'
+
+/** The oldest Node this package supports (matches `engines` in package.json). */
+export const MIN_NODE: readonly [number, number] = [22, 19]
+
+/** One finding. */
+export interface Check {
+  status: 'ok' | 'warn' | 'fail'
+  label: string
+  detail: string
+}
+
+/** What the checks depend on, injectable so tests can show each failure path. */
+export interface DoctorEnv {
+  nodeVersion: string
+  loadSqlite: () => Promise<typeof import('node:sqlite')>
+}
+
+/** The real environment. */
+export const realEnv: DoctorEnv = {
+  nodeVersion: process.versions.node,
+  loadSqlite: () => import('node:sqlite'),
+}
+
+/** Runs every check for the store at `path`, in order; later checks are skipped when an earlier one makes them meaningless. */
+export async function diagnose(path: string, env: DoctorEnv = realEnv): Promise<Check[]> {
+  const checks: Check[] = []
+  const [major = 0, minor = 0] = env.nodeVersion.split('.').map(Number)
+  const nodeOk = major > MIN_NODE[0] || (major === MIN_NODE[0] && minor >= MIN_NODE[1])
+  checks.push(nodeOk
+    ? { status: 'ok', label: 'node', detail: `Node ${env.nodeVersion}` }
+    : { status: 'fail', label: 'node', detail: `Node ${env.nodeVersion} is too old: dsh-stablemem needs Node ${MIN_NODE.join('.')} or newer (24 recommended)` })
+
+  let sqlite: typeof import('node:sqlite')
+  try {
+    sqlite = await env.loadSqlite()
+  } catch {
+    checks.push({ status: 'fail', label: 'node:sqlite', detail: `this Node (${env.nodeVersion}) has no built-in SQLite module (node:sqlite); install Node 22.19 or newer` })
+    checks.push({ status: 'fail', label: 'store', detail: `not checked: reading ${path} needs node:sqlite` })
+    return checks
+  }
+  const memory = new sqlite.DatabaseSync(':memory:')
+  try {
+    const version = String((memory.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v)
+    checks.push({ status: 'ok', label: 'node:sqlite', detail: `SQLite ${version}` })
+    try {
+      memory.exec("CREATE VIRTUAL TABLE probe USING fts5(x, tokenize = 'porter unicode61 remove_diacritics 2')")
+      checks.push({ status: 'ok', label: 'fts5', detail: 'full-text search available' })
+    } catch {
+      checks.push({ status: 'fail', label: 'fts5', detail: 'this SQLite was built without FTS5, so recall cannot work; use an official Node build' })
+      return checks
+    }
+  } finally {
+    memory.close()
+  }
+
+  checks.push(...checkStoreFile(sqlite, path))
+  return checks
+}
+
+function checkStoreFile(sqlite: typeof import('node:sqlite'), path: string): Check[] {
+  if (!existsSync(path)) {
+    const dir = nearestExisting(dirname(path))
+    return writable(dir)
+      ? [{ status: 'ok', label: 'store', detail: `no store yet at ${path}; it is created on the first save` }]
+      : [{ status: 'fail', label: 'store', detail: `no store at ${path}, and ${dir} is not writable, so the plugin cannot create one` }]
+  }
+  let db: InstanceType<typeof sqlite.DatabaseSync>
+  try {
+    db = new sqlite.DatabaseSync(path, { readOnly: true })
+  } catch (error) {
+    return [{ status: 'fail', label: 'store', detail: `cannot open ${path}: ${(error as Error).message}` }]
+  }
+  const checks: Check[] = []
+  try {
+    let problems: string[]
+    try {
+      problems = db.prepare('PRAGMA integrity_check').all().map((r) => String(r.integrity_check))
+    } catch (error) {
+      return [{ status: 'fail', label: 'integrity', detail: `${path} is not a readable SQLite database (${(error as Error).message}); restore it from an export or a backup` }]
+    }
+    checks.push(problems.length === 1 && problems[0] === 'ok'
+      ? { status: 'ok', label: 'integrity', detail: 'SQLite integrity check passed' }
+      : { status: 'fail', label: 'integrity', detail: `the file is damaged (${problems.length} problem${problems.length === 1 ? '' : 's'}, first: ${problems[0]}); restore it from an export or a backup` })
+
+    const version = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version)
+    const hasBlocks = db.prepare("SELECT 1 AS x FROM sqlite_schema WHERE type = 'table' AND name = 'blocks'").get() !== undefined
+    if (!hasBlocks) {
+      checks.push({ status: 'fail', label: 'schema', detail: `${path} is a SQLite file but not a dsh-stablemem store (no blocks table)` })
+      return checks
+    }
+    if (version > SCHEMA_VERSION) {
+      checks.push({ status: 'fail', label: 'schema', detail: `version ${version} was written by a newer dsh-stablemem (this one reads up to ${SCHEMA_VERSION}); upgrade the package` })
+      return checks
+    }
+    checks.push(version === SCHEMA_VERSION
+      ? { status: 'ok', label: 'schema', detail: `version ${version} (current)` }
+      : { status: 'warn', label: 'schema', detail: `version ${version} is older than ${SCHEMA_VERSION}; it is upgraded the next time the plugin or the CLI opens it for writing` })
+
+    const counts = db.prepare('SELECT (SELECT count(*) FROM blocks) AS blocks, (SELECT count(*) FROM edges) AS edges, (SELECT count(*) FROM blocks_fts) AS indexed').get() as { blocks: number, edges: number, indexed: number }
+    checks.push(Number(counts.indexed) === Number(counts.blocks)
+      ? { status: 'ok', label: 'index', detail: `${counts.blocks} blocks, ${counts.edges} edges, all blocks indexed` }
+      : { status: 'fail', label: 'index', detail: `the full-text index holds ${counts.indexed} entries for ${counts.blocks} blocks, so recall misses notes; export and re-import the store to rebuild it` })
+  } finally {
+    db.close()
+  }
+  checks.push(writable(path)
+    ? { status: 'ok', label: 'writable', detail: `${path} can be written` }
+    : { status: 'fail', label: 'writable', detail: `${path} is read-only, so the plugin cannot save notes` })
+  return checks
+}
+
+function writable(path: string): boolean {
+  try {
+    accessSync(path, constants.W_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+function nearestExisting(dir: string): string {
+  let current = dir
+  while (!existsSync(current) && dirname(current) !== current) current = dirname(current)
+  return current
+}

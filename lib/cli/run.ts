@@ -1,0 +1,95 @@
+/**
+ * The `stablemem` dispatcher: parses the command line with `node:util` parseArgs, prints help,
+ * loads the chosen command, and maps outcomes to exit codes (0 success, 1 failure, 2 usage).
+ * Commands are imported only when run, so `--help` and `doctor` work even where `node:sqlite`
+ * is missing (doctor's job is to say so).
+ */
+import { parseArgs } from 'node:util'
+import { defaultStorePath } from '../config.ts'
+import { StableMemError } from '../errors.ts'
+import { println, UsageError, type CliIo, type Command } from './command.ts'
+
+/** The subcommands, in help order. A new command is one module under `commands/` and one row here. */
+export const COMMANDS: Record<string, { summary: string, load: () => Promise<{ command: Command }> }> = {
+  stats: { summary: 'blocks, edges, file size, schema version, last write', load: () => import('./commands/stats.ts') },
+  commit: { summary: 'save a note: commit <text> [--source s] [--scene s]', load: () => import('./commands/commit.ts') },
+  get: { summary: 'show one block: get <id>', load: () => import('./commands/get.ts') },
+  recall: { summary: 'the recall the plugin injects: recall <query> [--k 5] [--json]', load: () => import('./commands/recall.ts') },
+  export: { summary: 'write the store out: export [--format jsonl|md] [--out file]', load: () => import('./commands/export.ts') },
+  import: { summary: 'restore a JSON Lines export: import <file.jsonl>', load: () => import('./commands/import.ts') },
+  doctor: { summary: 'check Node, node:sqlite, FTS5 and the store file', load: () => import('./commands/doctor.ts') },
+}
+
+/** Options every command accepts. */
+const COMMON = {
+  db: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
+/** The top-level help text. */
+export function mainUsage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length))
+  return [
+    'Usage: stablemem <command> [options]',
+    '',
+    'Inspect and maintain a dsh-stablemem store file; dsh does not need to be running.',
+    '',
+    'Commands:',
+    ...Object.entries(COMMANDS).map(([name, { summary }]) => `  ${name.padEnd(width)}  ${summary}`),
+    '',
+    'Options for every command:',
+    '  --db <path>  store file (default: $DSH_HOME/stablemem/memory.db, the plugin\'s default)',
+    '  -h, --help   help for the command',
+    '',
+    'Exit codes: 0 success, 1 failure, 2 usage error.',
+  ].join('\n')
+}
+
+/** Runs one command line and returns its exit code. Never throws. */
+export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+  const [name, ...rest] = argv
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    println(name === undefined ? io.stderr : io.stdout, mainUsage())
+    return name === undefined ? 2 : 0
+  }
+  const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
+  if (entry === undefined) return usageFailure(io, `unknown command "${name}"`, undefined)
+  try {
+    const { command } = await entry.load()
+    let parsed
+    try {
+      parsed = parseArgs({ args: [...rest], options: { ...COMMON, ...command.options }, allowPositionals: true, strict: true })
+    } catch (error) {
+      const unknown = /Unknown option '([^']+)'/.exec(firstLine(error))
+      throw new UsageError(unknown ? `unknown option ${unknown[1]}` : firstLine(error))
+    }
+    if (parsed.values.help === true) {
+      println(io.stdout, command.usage)
+      return 0
+    }
+    const { min, max } = command.positionals
+    if (parsed.positionals.length < min) throw new UsageError(`missing argument (${command.usage.split('\n')[0]})`)
+    if (parsed.positionals.length > max) throw new UsageError(`unexpected argument "${parsed.positionals[max]}"`)
+    const db = typeof parsed.values.db === 'string' ? parsed.values.db : defaultStorePath(io.env)
+    if (db.trim() === '') throw new UsageError('--db needs a path')
+    return await command.run({ args: parsed.positionals, values: parsed.values as Record<string, string | boolean | undefined>, db, io })
+  } catch (error) {
+    if (error instanceof UsageError) return usageFailure(io, error.message, name)
+    if ((error as NodeJS.ErrnoException).code === 'ERR_UNKNOWN_BUILTIN_MODULE') {
+      println(io.stderr, `stablemem ${name}: this Node (${process.versions.node}) has no node:sqlite; run \`stablemem doctor\` for details`)
+      return 1
+    }
+    println(io.stderr, `stablemem ${name}: ${error instanceof StableMemError ? error.message : firstLine(error)}`)
+    return 1
+  }
+}
+
+function usageFailure(io: CliIo, message: string, name: string | undefined): number {
+  println(io.stderr, `stablemem${name === undefined ? '' : ` ${name}`}: ${message} (see stablemem ${name === undefined ? '' : `${name} `}--help)`)
+  return 2
+}
+
+function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  return message.split('\n')[0]!.trim()
+}
