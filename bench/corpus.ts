@@ -50,11 +50,15 @@ const ZH_CHARS = Array.from('的一是在不了有和人这中大为上个国我
 const EN_PREFIX = 'ka ze mo ri ta lu ve no si pa qu dor fen gal hex jin kor lam mir nes orb pil rask sol tor vin wex yar zul brin cas'.split(' ')
 const EN_SUFFIX = 'ra lo tin vex mar dus ion ent ula ock ith ane oro ix yl ber gen ton ward ley'.split(' ')
 
-/** A Zipf sampler over `n` ranks with exponent 1: rank r has weight 1 / (r + 1). */
-function zipf(n: number): (r: number) => number {
+/**
+ * A Zipf–Mandelbrot sampler over `n` ranks: rank r has weight 1 / (r + 1 + q). Content words
+ * follow Zipf's law below the function words, so the head is flattened by `q`: the most common
+ * content word lands in roughly one note in ten, as "服务" or "server" would in a real store.
+ */
+function zipf(n: number, q = 20): (r: number) => number {
   const cumulative = new Float64Array(n)
   let total = 0
-  for (let i = 0; i < n; i++) { total += 1 / (i + 1); cumulative[i] = total }
+  for (let i = 0; i < n; i++) { total += 1 / (i + 1 + q); cumulative[i] = total }
   return (r) => {
     const target = r * total
     let lo = 0, hi = n - 1
@@ -67,19 +71,27 @@ function zipf(n: number): (r: number) => number {
   }
 }
 
+/** Function words woven between content words, as real sentences have them (never query terms). */
+const EN_GLUE = 'the a to and of in on is was it we for with that'.split(' ')
+const ZH_GLUE = Array.from('的了是在和也就都把要')
+
+/** Distinct words per language. */
+const VOCABULARY = 20_000
+
 /** The vocabulary: hand-written common words first (most frequent), then a generated long tail. */
 function vocabulary(seed: number): { en: string[], zh: string[] } {
   const r = rng(seed ^ 0x5eed)
   const en = [...EN_COMMON]
   const seenEn = new Set(en)
-  while (en.length < 6000) {
-    const word = EN_PREFIX[Math.floor(r() * EN_PREFIX.length)]! + EN_SUFFIX[Math.floor(r() * EN_SUFFIX.length)]! +
-      (r() < 0.5 ? EN_SUFFIX[Math.floor(r() * EN_SUFFIX.length)]! : '')
+  while (en.length < VOCABULARY) {
+    let word = EN_PREFIX[Math.floor(r() * EN_PREFIX.length)]!
+    const syllables = 1 + Math.floor(r() * 3)
+    for (let k = 0; k < syllables; k++) word += EN_SUFFIX[Math.floor(r() * EN_SUFFIX.length)]!
     if (!seenEn.has(word)) { seenEn.add(word); en.push(word) }
   }
   const zh = [...ZH_COMMON]
   const seenZh = new Set(zh)
-  while (zh.length < 6000) {
+  while (zh.length < VOCABULARY) {
     const n = r() < 0.8 ? 2 : 3
     let word = ''
     for (let i = 0; i < n; i++) word += ZH_CHARS[Math.floor(r() * ZH_CHARS.length)]!
@@ -129,14 +141,19 @@ export function corpus(seed: number): Corpus {
     const sentences = 1 + Math.floor(r() * 3)
     const parts: string[] = []
     for (let s = 0; s < sentences; s++) {
-      const len = 4 + Math.floor(r() * 8)
+      const len = 5 + Math.floor(r() * 10)
       if (kind === 'zh') {
         let sentence = ''
-        for (let k = 0; k < len; k++) sentence += zh() + (k > 0 && k % 4 === 3 ? '，' : '')
+        for (let k = 0; k < len; k++) {
+          sentence += zh() + (r() < 0.3 ? ZH_GLUE[Math.floor(r() * ZH_GLUE.length)]! : '') + (k > 0 && k % 4 === 3 ? '，' : '')
+        }
         parts.push(sentence.replace(/，$/, '') + '。')
       } else if (kind === 'en') {
         const ws: string[] = []
-        for (let k = 0; k < len; k++) ws.push(en())
+        for (let k = 0; k < len; k++) {
+          if (r() < 0.4) ws.push(EN_GLUE[Math.floor(r() * EN_GLUE.length)]!)
+          ws.push(en())
+        }
         parts.push(ws.join(' ').replace(/^./, (c) => c.toUpperCase()) + '.')
       } else {
         let sentence = ''

@@ -50,7 +50,7 @@ export class StableMem extends Service {
   /** Opens the store; a failure is recorded and logged, not thrown, so the agent keeps running. */
   async [Service.init](): Promise<void> {
     try {
-      this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars })
+      this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets })
     } catch (error) {
       this.failure = error instanceof Error ? error.message : String(error)
       this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)

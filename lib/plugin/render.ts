@@ -1,4 +1,5 @@
 import type { Hit } from '../recall/types.ts'
+import { redactSecrets } from '../secrets.ts'
 
 /** First line of every recall message: what these notes are, and that they are data, not orders. */
 export const RECALL_HEADER = '[stablemem] Notes recalled from long-term memory for the message above. ' +
@@ -13,6 +14,8 @@ const CUT = ' …[truncated]'
  * and every line of its text is prefixed with "> ", so stored text can never start a line of its
  * own: it cannot close its frame, open a new one, or pose as a system or tool message. Notes are
  * added best-first until `budgetChars` is reached; the first note is cut rather than dropped.
+ * Credentials are masked here as well as at commit time, so a note stored before the guard
+ * existed (or with `secrets: 'allow'`) still never puts one into the prompt.
  * Returns '' when there is nothing to show.
  */
 export function renderRecall(hits: readonly Hit[], budgetChars: number): string {
@@ -20,12 +23,13 @@ export function renderRecall(hits: readonly Hit[], budgetChars: number): string 
   let shown = 0
   for (const hit of hits) {
     const head = `\n\n[${shown + 1}] ${hit.id}${hit.exact ? ' · exact match' : ''}\n`
-    const body = quote(hit.text)
+    const text = redactSecrets(hit.text).text
+    const body = quote(text)
     const room = budgetChars - out.length - head.length
     if (body.length <= room) {
       out += head + body
     } else if (shown === 0 && room > CUT.length + 16) {
-      out += head + quote(hit.text.slice(0, room - CUT.length - 2)) + CUT
+      out += head + quote(cutAt(text, room - CUT.length - 2)) + CUT
     } else {
       break
     }
@@ -34,6 +38,21 @@ export function renderRecall(hits: readonly Hit[], budgetChars: number): string 
   return shown === 0 ? '' : out
 }
 
+/**
+ * Every character a tokenizer or terminal may treat as a line break (CR, LF, VT, FF, NEL, the
+ * Unicode line and paragraph separators): stored text is split on all of them, so none can begin
+ * an unquoted line.
+ */
+const LINE_BREAK = /\r\n|[\r\n\v\f\u0085\u2028\u2029]/
+/** Other C0 controls and DEL: invisible in the prompt, useless in a note, replaced by a space. */
+const CONTROL = /[\u0000-\u0008\u000e-\u001f\u007f]/g
+
 function quote(text: string): string {
-  return text.split(/\r\n|\r|\n|\u2028|\u2029/).map((line) => `> ${line}`).join('\n')
+  return text.split(LINE_BREAK).map((line) => `> ${line.replace(CONTROL, ' ')}`).join('\n')
+}
+
+/** The first `length` UTF-16 units of `text`, one shorter if that would split a surrogate pair. */
+function cutAt(text: string, length: number): string {
+  const code = text.charCodeAt(length - 1)
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? length - 1 : length)
 }

@@ -43,20 +43,22 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
   let best = 0
   for (const value of bm25.values()) best = Math.min(best, value)
   const blocks = store.blocksByRowid([...bm25.keys()])
-  const scored: Array<Hit & { createdAt: number }> = []
+  const scored: Array<{ id: string, text: string, score: number, exactMatched: string[], lexical: number, createdAt: number }> = []
   for (const [rowid, block] of blocks) {
     const lexical = best < 0 ? bm25.get(rowid)! / best : 0
     const lower = block.text.toLowerCase()
     const exactMatched = analysis.exact.filter((s) => containsWhole(lower, s))
-    const words = matchedWords(analysis, lower)
-    const exact = exactMatched.length > 0
-    const score = exact
+    const score = exactMatched.length > 0
       ? 1 + PIN_TIEBREAK * (exactMatched.length / analysis.exact.length + lexical) / 2
       : lexical
-    scored.push({ id: block.id, text: block.text, score, exact, why: explain(exactMatched, words, lexical), createdAt: block.createdAt })
+    scored.push({ id: block.id, text: block.text, score, exactMatched, lexical, createdAt: block.createdAt })
   }
   scored.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  const hits = scored.slice(0, topK).map(({ createdAt: _, ...hit }) => hit)
+  // Explanations only for the hits returned, not for every candidate.
+  const hits: Hit[] = scored.slice(0, topK).map((c) => ({
+    id: c.id, text: c.text, score: c.score, exact: c.exactMatched.length > 0,
+    why: explain(c.exactMatched, matchedWords(analysis, c.text.toLowerCase()), c.lexical),
+  }))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))
   return hits
 }

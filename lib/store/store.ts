@@ -2,6 +2,7 @@ import { mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
+import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
@@ -14,12 +15,21 @@ export interface StoreOptions {
   maxBlockChars?: number
   /** How long a writer waits for another process's lock before failing, in ms. */
   busyTimeoutMs?: number
+  /** What commit does with credentials in a note (default `redact`; see `lib/secrets.ts`). */
+  secrets?: SecretsPolicy
   /** Clock, injectable for deterministic tests. */
   now?: () => number
 }
 
 /** Default upper bound for one block's text: memory notes are short; documents belong elsewhere. */
 export const DEFAULT_MAX_BLOCK_CHARS = 32_768
+
+/**
+ * SQLite's page cache per connection, in KiB (negative = KiB in the pragma). SQLite's default
+ * (2 MiB) is smaller than the FTS index of a few thousand notes, so every commit and query
+ * re-read evicted pages; 64 MiB is an upper bound, allocated only as pages are touched.
+ */
+const PAGE_CACHE_KIB = -65_536
 
 /** Longest accepted metadata value (source, scene, semantic type, edge fields). */
 const MAX_TAG_CHARS = 256
@@ -41,15 +51,20 @@ export interface FtsCandidate {
 export class BlockStore {
   readonly path: string
   readonly maxBlockChars: number
+  readonly secrets: SecretsPolicy
   private readonly db: DatabaseSync
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
   private closed = false
+  /** Transactions this connection has committed; with `data_version` it tells when a cached count is stale. */
+  private writes = 0
+  private countCache: { dataVersion: number, writes: number, blocks: number } | undefined
 
   /** Opens (creating if needed) the store at `path`; `:memory:` gives a private in-memory store. */
   constructor(path: string, options: StoreOptions = {}) {
     this.path = path
     this.maxBlockChars = options.maxBlockChars ?? DEFAULT_MAX_BLOCK_CHARS
+    this.secrets = options.secrets ?? 'redact'
     this.now = options.now ?? Date.now
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     let db: DatabaseSync
@@ -60,7 +75,7 @@ export class BlockStore {
     }
     try {
       if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
-      db.exec('PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON')
+      db.exec(`PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = ${PAGE_CACHE_KIB}`)
       migrate(db)
     } catch (error) {
       db.close()
@@ -93,13 +108,14 @@ export class BlockStore {
       WHERE id = ?5`)
     const index = this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)')
     return this.transaction(() => rows.map((row) => {
+      const result = (created: boolean): CommitResult => row.redacted.length > 0 ? { id: row.id, created, redacted: row.redacted } : { id: row.id, created }
       const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, now, now) as { rowid: number } | undefined
       if (inserted) {
         index.run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
-        return { id: row.id, created: true }
+        return result(true)
       }
       update.run(row.source, row.scene, row.semanticType, now, row.id)
-      return { id: row.id, created: false }
+      return result(false)
     }))
   }
 
@@ -109,14 +125,21 @@ export class BlockStore {
     return row ? toBlock(row) : undefined
   }
 
-  /** Blocks by FTS rowid, in the order asked; missing rowids are skipped. */
+  /**
+   * Blocks by FTS rowid, in the order asked; missing rowids are skipped. One statement for the
+   * whole list (the rowids travel as one JSON array), so recall's 200 candidates cost one query,
+   * not 200.
+   */
   blocksByRowid(rowids: readonly number[]): Map<number, Block> {
     const out = new Map<number, Block>()
     if (rowids.length === 0) return out
-    const get = this.stmt('byRowid', `SELECT rowid, ${BLOCK_COLUMNS} FROM blocks WHERE rowid = ?`)
+    const rows = this.stmt('byRowids', `SELECT rowid, ${BLOCK_COLUMNS} FROM blocks
+      WHERE rowid IN (SELECT value FROM json_each(?))`).all(JSON.stringify(rowids))
+    const found = new Map<number, Block>()
+    for (const row of rows) found.set(Number(row.rowid), toBlock(row))
     for (const rowid of rowids) {
-      const row = get.get(rowid)
-      if (row) out.set(rowid, toBlock(row))
+      const block = found.get(rowid)
+      if (block) out.set(rowid, block)
     }
     return out
   }
@@ -181,9 +204,18 @@ export class BlockStore {
     }
   }
 
-  /** Total number of blocks (cheap; used by the prompt context line every step). */
+  /**
+   * Total number of blocks; the prompt context line asks on every step. `count(*)` reads the
+   * whole id index (tens of ms at a million blocks), so the answer is cached until a write: this
+   * connection's (counted in `transaction`) or another process's (SQLite's `data_version`).
+   */
   count(): number {
-    return Number((this.stmt('count', 'SELECT count(*) AS n FROM blocks').get() as { n: number }).n)
+    const version = Number((this.stmt('dataVersion', 'PRAGMA data_version').get() as { data_version: number }).data_version)
+    const cache = this.countCache
+    if (cache && cache.dataVersion === version && cache.writes === this.writes) return cache.blocks
+    const blocks = Number((this.stmt('count', 'SELECT count(*) AS n FROM blocks').get() as { n: number }).n)
+    this.countCache = { dataVersion: version, writes: this.writes, blocks }
+    return blocks
   }
 
   /** Runs SQLite's integrity check; `['ok']` when the file is sound. */
@@ -211,6 +243,7 @@ export class BlockStore {
     try {
       const result = fn()
       this.db.exec('COMMIT')
+      this.writes++
       return result
     } catch (error) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK')
@@ -218,20 +251,25 @@ export class BlockStore {
     }
   }
 
-  private validate(input: CommitInput, prefix: string): Required<CommitInput> & { id: string } {
+  private validate(input: CommitInput, prefix: string): Required<CommitInput> & { id: string, redacted: string[] } {
     if (input === null || typeof input !== 'object') throw new StableMemError('invalid_input', `${prefix || 'input'} must be an object with a text field`)
     if (typeof input.text !== 'string') throw new StableMemError('invalid_input', `${prefix}text must be a string`)
     if (hasLoneSurrogate(input.text)) {
       throw new StableMemError('invalid_input', `${prefix}text contains an unpaired UTF-16 surrogate and cannot be stored without loss`)
     }
-    const text = canonicalText(input.text)
-    if (text.length === 0) throw new StableMemError('invalid_input', `${prefix}text is empty`)
+    const canonical = canonicalText(input.text)
+    if (canonical.length === 0) throw new StableMemError('invalid_input', `${prefix}text is empty`)
+    if (canonical.length > this.maxBlockChars) {
+      throw new StableMemError('too_large', `${prefix}text has ${canonical.length} characters; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
+    }
+    const { text, redacted } = applySecretsPolicy(canonical, this.secrets, `${prefix}text`)
     if (text.length > this.maxBlockChars) {
-      throw new StableMemError('too_large', `${prefix}text has ${text.length} characters; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
+      throw new StableMemError('too_large', `${prefix}text has ${text.length} characters after masking credentials; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
     }
     return {
       id: blockId(text),
       text,
+      redacted,
       source: checkTag(input.source ?? '', `${prefix}source`, false),
       scene: checkTag(input.scene ?? '', `${prefix}scene`, false),
       semanticType: checkTag(input.semanticType ?? '', `${prefix}semanticType`, false),
