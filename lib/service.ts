@@ -59,22 +59,27 @@ export class StableMem extends Service {
 
   /** Stores a note; idempotent by content (the id is the text's hash). */
   async commit(input: CommitInput): Promise<CommitResult> {
-    return this.open().commit(input)
+    return this.use((store) => store.commit(input))
   }
 
   /** Recalls up to `topK` notes for a query, best first; recalled notes count as accesses. */
   async recall(query: string, options: { topK?: number } = {}): Promise<Hit[]> {
-    return recallBlocksHybrid(this.open(), null, query, { topK: options.topK, recordAccess: true })
+    const store = this.open()
+    try {
+      return await recallBlocksHybrid(store, null, query, { topK: options.topK, recordAccess: true })
+    } catch (error) {
+      throw this.failed(store, error)
+    }
   }
 
   /** The stored block with this id, or undefined. */
   async get(id: string): Promise<Block | undefined> {
-    return this.open().get(id)
+    return this.use((store) => store.get(id))
   }
 
   /** Records an edge between two nodes (idempotent per source, target and type). */
   async link(edge: EdgeInput): Promise<{ created: boolean }> {
-    return this.open().link(edge)
+    return this.use((store) => store.link(edge))
   }
 
   /** Counts, file facts and health; never throws. */
@@ -106,6 +111,28 @@ export class StableMem extends Service {
     this.injectionCount++
   }
 
+  private use<T>(fn: (store: BlockStore) => T): T {
+    const store = this.open()
+    try {
+      return fn(store)
+    } catch (error) {
+      throw this.failed(store, error)
+    }
+  }
+
+  /**
+   * A store error that means the file itself is damaged or unusable (found after a clean open)
+   * disables memory for the rest of the fiber, logged once and reported by `stats()`, instead of
+   * failing every later turn. Refusals of the caller's input pass through unchanged.
+   */
+  private failed(store: BlockStore, error: unknown): unknown {
+    if (error instanceof StableMemError || !isDamagedFile(error)) return error
+    this.failure = `store ${this.storePath} is damaged or unusable: ${(error as Error).message}`
+    this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)
+    store.close()
+    return new StableMemError('unavailable', `long-term memory is unavailable: ${this.failure}`, { cause: error })
+  }
+
   private open(): BlockStore {
     if (this.store && !this.store.isClosed) return this.store
     throw new StableMemError('unavailable', `long-term memory is unavailable: ${this.failure ?? 'store is closed'}`)
@@ -114,4 +141,14 @@ export class StableMem extends Service {
   private close(): void {
     this.store?.close()
   }
+}
+
+/** SQLite result codes that mean the file, not the call, is the problem. */
+const DAMAGED_CODES = new Set([8 /* READONLY */, 10 /* IOERR */, 11 /* CORRUPT */, 13 /* FULL */, 14 /* CANTOPEN */, 26 /* NOTADB */])
+
+function isDamagedFile(error: unknown): boolean {
+  if (!(error instanceof Error)) return false
+  const code = (error as { errcode?: unknown }).errcode
+  if (typeof code === 'number' && DAMAGED_CODES.has(code & 0xff)) return true
+  return /malformed|not a database|vtable constructor failed/i.test(error.message)
 }

@@ -6,7 +6,7 @@ import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
-import { migrate, schemaVersion } from './schema.ts'
+import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
 
 /** Options for opening a store file. */
@@ -56,8 +56,8 @@ export class BlockStore {
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
   private closed = false
-  /** Transactions this connection has committed; with `data_version` it tells when a cached count is stale. */
-  private writes = 0
+  /** Block writes this connection has made; with `data_version` it tells when a cached count is stale. */
+  private blockWrites = 0
   private countCache: { dataVersion: number, writes: number, blocks: number } | undefined
 
   /** Opens (creating if needed) the store at `path`; `:memory:` gives a private in-memory store. */
@@ -74,9 +74,11 @@ export class BlockStore {
       throw new StableMemError('unavailable', `cannot open store ${path}: ${(error as Error).message}`, { cause: error })
     }
     try {
+      refuseForeign(db, path)
       if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
       db.exec(`PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = ${PAGE_CACHE_KIB}`)
       migrate(db)
+      probe(db)
     } catch (error) {
       db.close()
       if (error instanceof StableMemError) throw error
@@ -107,6 +109,7 @@ export class BlockStore {
       updated_at = CASE WHEN ?1 <> '' OR ?2 <> '' OR ?3 <> '' THEN ?4 ELSE updated_at END
       WHERE id = ?5`)
     const index = this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)')
+    this.blockWrites++
     return this.transaction(() => rows.map((row) => {
       const result = (created: boolean): CommitResult => row.redacted.length > 0 ? { id: row.id, created, redacted: row.redacted } : { id: row.id, created }
       const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, now, now) as { rowid: number } | undefined
@@ -155,12 +158,23 @@ export class BlockStore {
     return rows.map((r) => ({ rowid: Number(r.rowid), bm25: Number(r.bm25) }))
   }
 
-  /** Records that these blocks were recalled (count and last access time), for later cooling. */
+  /**
+   * Records that these blocks were recalled (count and last access time), for later cooling.
+   * This runs inside every turn, so it skips the fsync (`synchronous = NORMAL` for this one
+   * transaction): in WAL mode that can lose only the latest access counts on a power cut, never
+   * a note and never the file's integrity, and it keeps a disk flush out of the turn's latency.
+   */
   recordAccess(ids: readonly string[]): void {
     if (ids.length === 0) return
     const now = this.now()
     const touch = this.stmt('touch', 'UPDATE blocks SET access_count = access_count + 1, last_access_at = ? WHERE id = ?')
-    this.transaction(() => { for (const id of ids) touch.run(now, id) })
+    const wal = this.path !== ':memory:'
+    if (wal) this.db.exec('PRAGMA synchronous = NORMAL')
+    try {
+      this.transaction(() => { for (const id of ids) touch.run(now, id) })
+    } finally {
+      if (wal) this.db.exec('PRAGMA synchronous = FULL')
+    }
   }
 
   /**
@@ -206,15 +220,15 @@ export class BlockStore {
 
   /**
    * Total number of blocks; the prompt context line asks on every step. `count(*)` reads the
-   * whole id index (tens of ms at a million blocks), so the answer is cached until a write: this
-   * connection's (counted in `transaction`) or another process's (SQLite's `data_version`).
+   * whole id index (tens of ms at a million blocks), so the answer is cached until blocks are
+   * written: by this connection (`commitMany` counts) or by another one (SQLite's `data_version`).
    */
   count(): number {
     const version = Number((this.stmt('dataVersion', 'PRAGMA data_version').get() as { data_version: number }).data_version)
     const cache = this.countCache
-    if (cache && cache.dataVersion === version && cache.writes === this.writes) return cache.blocks
+    if (cache && cache.dataVersion === version && cache.writes === this.blockWrites) return cache.blocks
     const blocks = Number((this.stmt('count', 'SELECT count(*) AS n FROM blocks').get() as { n: number }).n)
-    this.countCache = { dataVersion: version, writes: this.writes, blocks }
+    this.countCache = { dataVersion: version, writes: this.blockWrites, blocks }
     return blocks
   }
 
@@ -243,7 +257,6 @@ export class BlockStore {
     try {
       const result = fn()
       this.db.exec('COMMIT')
-      this.writes++
       return result
     } catch (error) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK')
@@ -298,6 +311,42 @@ export class BlockStore {
     }
     return total
   }
+}
+
+/**
+ * Refuses, before anything is written (even the journal mode), a file this code must not touch:
+ * one from a newer release, or another program's SQLite database (no schema version of ours but
+ * tables of its own). The user's file is never converted or "repaired".
+ */
+function refuseForeign(db: DatabaseSync, path: string): void {
+  const version = schemaVersion(db)
+  if (version > SCHEMA_VERSION) {
+    throw new StableMemError('newer_schema',
+      `store schema version ${version} is newer than this dsh-stablemem supports (${SCHEMA_VERSION}); upgrade the package`)
+  }
+  if (version > 0) return
+  const tables = db.prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 3`).all()
+  if (tables.length > 0) {
+    throw new StableMemError('unavailable',
+      `${path} is an SQLite database of another program (tables ${tables.map((r) => String(r.name)).join(', ')}); refusing to change it`)
+  }
+}
+
+/**
+ * Cheap checks at open that a damaged or read-only file fails now, with one clear error, rather
+ * than on the first turn: a write can begin (in a transaction that is rolled back, so the file is
+ * never changed; a read-only file or folder fails here), and the last page of the block table and
+ * the FTS index's structure records can be read.
+ */
+function probe(db: DatabaseSync): void {
+  db.exec('BEGIN IMMEDIATE')
+  try {
+    db.exec(`PRAGMA user_version = ${schemaVersion(db)}`)
+  } finally {
+    db.exec('ROLLBACK')
+  }
+  db.prepare('SELECT max(rowid) FROM blocks').get()
+  db.prepare(`SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH '"stablemem"' LIMIT 1`).get()
 }
 
 function checkTag(value: unknown, field: string, required: boolean): string {
