@@ -35,10 +35,10 @@ const PATTERNS: readonly SecretPattern[] = [
   { kind: 'google-api-key', pattern: /(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}/g, group: 0 },
   { kind: 'jwt', pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
   { kind: 'bearer-token', pattern: /\b(?:Bearer|Basic)\s+([A-Za-z0-9._~+/-]{16,}=*)/gi, group: 1 },
-  { kind: 'url-password', pattern: /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s:/@]{1,256}:([^\s/@]{1,256})@/gi, group: 1 },
+  { kind: 'url-password', pattern: /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s:/@]{0,256}:([^\s/@]{1,256})@/gi, group: 1 },
   {
     kind: 'password',
-    pattern: /(?:\b(?:password|passwd|pwd|passphrase|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|auth[_-]?token|access[_-]?token)|密码|口令|密钥)["']?\s*(?:[:=：]|是|为)\s*("[^"\n]{1,512}"|'[^'\n]{1,512}'|[^\s"',;，；。]{1,512})/gi,
+    pattern: /(?:(?<![A-Za-z])(?:password|passwd|pwd|passphrase|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|auth[_-]?token|access[_-]?token)|密码|口令|密钥)["']?\s*(?:[:=：]|是|为)\s*("[^"\n]{1,512}"|'[^'\n]{1,512}'|[^\s"',;，；。]{1,512})/gi,
     group: 1,
   },
 ]
