@@ -69,13 +69,12 @@ t.test('mutation check: the containment assertion fails for renderers without th
 
 /** Texts of one request's messages, with the role and source kind each came with. */
 function messages(request: GenerateOptions): Array<{ role: string, kind: string, text: string }> {
-  const out = request.messages.map((m) => ({
+  const out: Array<{ role: string, kind: string, text: string }> = request.messages.map((m) => ({
     role: m.role,
     kind: m.source.kind,
     text: m.content.map((b) => (b.type === 'text' ? b.text : b.type === 'tool-result' ? b.content.map((c) => (c.type === 'text' ? c.text : '')).join('') : '')).join(''),
   }))
-  const system = (request as { system?: unknown }).system
-  if (typeof system === 'string') out.push({ role: 'system', kind: 'system', text: system })
+  if (request.system !== undefined) out.push({ role: 'system', kind: 'system', text: request.system })
   return out
 }
 
