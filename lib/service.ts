@@ -93,7 +93,14 @@ export class StableMem extends Service {
 
   /** The number of stored blocks, or undefined while unavailable (for the prompt context line). */
   blockCount(): number | undefined {
-    return this.store && !this.store.isClosed ? this.store.count() : undefined
+    if (!this.store || this.store.isClosed) return undefined
+    try {
+      return this.store.count()
+    } catch (error) {
+      const refusal = this.failed(this.store, error)
+      if (refusal instanceof StableMemError) return undefined
+      throw refusal
+    }
   }
 
   /** Why the store is unavailable, if it is. */
