@@ -31,6 +31,9 @@ export const DEFAULT_MAX_BLOCK_CHARS = 32_768
  */
 const PAGE_CACHE_KIB = -65_536
 
+/** SQLite's result code for "another connection holds the lock". */
+const SQLITE_BUSY = 5
+
 /** Longest accepted metadata value (source, scene, semantic type, edge fields). */
 const MAX_TAG_CHARS = 256
 
@@ -67,9 +70,10 @@ export class BlockStore {
     this.secrets = options.secrets ?? 'redact'
     this.now = options.now ?? Date.now
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000
     let db: DatabaseSync
     try {
-      db = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? 5000 })
+      db = new DatabaseSync(path, { timeout: busyTimeoutMs })
     } catch (error) {
       throw new StableMemError('unavailable', `cannot open store ${path}: ${(error as Error).message}`, { cause: error })
     }
@@ -78,7 +82,7 @@ export class BlockStore {
       if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
       db.exec(`PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = ${PAGE_CACHE_KIB}`)
       migrate(db)
-      probe(db)
+      probe(db, busyTimeoutMs)
     } catch (error) {
       db.close()
       if (error instanceof StableMemError) throw error
@@ -338,12 +342,20 @@ function refuseForeign(db: DatabaseSync, path: string): void {
  * never changed; a read-only file or folder fails here), and the last page of the block table and
  * the FTS index's structure records can be read.
  */
-function probe(db: DatabaseSync): void {
-  db.exec('BEGIN IMMEDIATE')
+function probe(db: DatabaseSync, busyTimeoutMs: number): void {
+  db.exec('PRAGMA busy_timeout = 0')
   try {
-    db.exec(`PRAGMA user_version = ${schemaVersion(db)}`)
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      db.exec(`PRAGMA user_version = ${schemaVersion(db)}`)
+    } finally {
+      db.exec('ROLLBACK')
+    }
+  } catch (error) {
+    // Another process holds the write lock: the file is writable, and opening must not wait for it.
+    if (((error as { errcode?: number }).errcode ?? 0) % 256 !== SQLITE_BUSY) throw error
   } finally {
-    db.exec('ROLLBACK')
+    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
   }
   db.prepare('SELECT max(rowid) FROM blocks').get()
   db.prepare(`SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH '"stablemem"' LIMIT 1`).get()

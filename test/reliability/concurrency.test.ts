@@ -1,0 +1,60 @@
+/**
+ * Two processes (two dsh agents) share one store file: both commit (one transaction per note)
+ * and recall (which writes access counts) at the same time. No SQLITE_BUSY reaches a caller,
+ * nothing is lost, and each process recalls and counts the other's notes.
+ */
+import t from 'tap'
+import { DatabaseSync } from 'node:sqlite'
+import { BlockStore } from '../../lib/store/store.ts'
+import { tempStorePath } from '../helpers/harness.ts'
+import { startFixture } from './child.ts'
+
+const COUNT = 120
+
+t.test('two writers at once: no busy error, nothing lost, each sees the other', async (t) => {
+  const path = tempStorePath('shared')
+  new BlockStore(path).close() // create the file once, so neither child races to create the schema
+  const a = startFixture('worker', [path, 'alpha', String(COUNT), '5000'])
+  const b = startFixture('worker', [path, 'beta', String(COUNT), '5000'])
+  await Promise.all([a.waitFor((l) => l === 'done' || l.startsWith('error')), b.waitFor((l) => l === 'done' || l.startsWith('error'))])
+  t.same([...a.lines, ...b.lines].filter((l) => l.startsWith('error')), [], 'no error reached either caller')
+  a.proc.stdin.write(`go beta ${COUNT}\n`)
+  b.proc.stdin.write(`go alpha ${COUNT}\n`)
+  const [ea, eb] = await Promise.all([a.exited, b.exited])
+  t.same([ea.code, eb.code], [0, 0], 'both exited cleanly')
+  t.ok(a.lines.includes(`seen ${COUNT}`), `alpha recalled every beta note (${a.lines.find((l) => l.startsWith('seen'))})`)
+  t.ok(b.lines.includes(`seen ${COUNT}`), `beta recalled every alpha note (${b.lines.find((l) => l.startsWith('seen'))})`)
+  t.ok(a.lines.includes(`count ${2 * COUNT}`) && b.lines.includes(`count ${2 * COUNT}`), 'each count includes the other\'s commits (cache invalidated across processes)')
+  const store = new BlockStore(path)
+  t.teardown(() => store.close())
+  const ids = [...a.lines, ...b.lines].filter((l) => l.startsWith('ack ')).map((l) => l.slice(4))
+  t.equal(ids.length, 2 * COUNT)
+  t.same(ids.filter((id) => !store.get(id)), [], 'every acknowledged note is in the file')
+  t.equal(store.count(), 2 * COUNT)
+  t.same(store.integrityCheck(), ['ok'])
+})
+
+/** Holds the write lock from this process until the child has tried to commit (and a little longer). */
+async function underHeldLock(busyTimeoutMs: number): Promise<string[]> {
+  const path = tempStorePath('locked')
+  new BlockStore(path).close()
+  const holder = new DatabaseSync(path)
+  holder.exec('BEGIN IMMEDIATE')
+  const child = startFixture('worker', [path, 'gamma', '3', String(busyTimeoutMs)])
+  await child.waitFor((l) => l === 'attempting')
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  holder.exec('ROLLBACK')
+  await child.waitFor((l) => l === 'done' || l.startsWith('error'))
+  child.proc.stdin.write('go gamma 3\n')
+  await child.exited
+  holder.close()
+  return child.lines
+}
+
+t.test('a writer waits for another process\'s lock instead of failing (busy timeout is the guard)', async (t) => {
+  const lines = await underHeldLock(5000)
+  t.same(lines.filter((l) => l.startsWith('error')), [], 'the commit waited and succeeded')
+  t.equal(lines.filter((l) => l.startsWith('ack ')).length, 3)
+  const mutant = await underHeldLock(0)
+  t.ok(mutant.some((l) => l.startsWith('error') && /locked|busy/i.test(l)), `mutation check: without the wait the caller gets ${mutant.find((l) => l.startsWith('error'))}`)
+})
