@@ -7,7 +7,8 @@
  * 1. Generates a seeded corpus (bench/corpus.ts) and commits it through `BlockStore` into a fresh
  *    file: the first blocks one commit each, the rest with `commitMany` in batches.
  * 2. Builds the floor: a plain `(rowid, text)` table plus an FTS5 table with the same columns,
- *    tokenizer and indexed text, filled with raw prepared statements in one transaction.
+ *    tokenizer and indexed text, the same connection settings (WAL, synchronous FULL, 64 MiB page
+ *    cache), filled with raw prepared statements in one transaction.
  * 3. For each query kind, runs our `recallBlocks` and the raw FTS5 query (the same MATCH
  *    expression, top 10 by bm25, texts joined) alternately, query by query.
  * 4. Runs real agent-loop turns with the plugin mounted on the store and times its pre-step listener.
@@ -87,7 +88,7 @@ log(`commit: ${SINGLE} single at ${Math.round(commitPerS)}/s; ${N - SINGLE} batc
 
 // 2. The floor: the same indexed text in a bare table, raw statements, one transaction.
 const floor = new DatabaseSync(floorPath)
-floor.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
+floor.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536;
   CREATE TABLE b (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);
   CREATE VIRTUAL TABLE f USING fts5(latin, cjk, content = '', tokenize = 'porter unicode61 remove_diacritics 2');`)
 t0 = nowMs()

@@ -88,7 +88,12 @@ export class StableMem extends Service {
     if (!this.store || this.store.isClosed) {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
     }
-    return { available: true, ...this.store.stats(), ...health }
+    try {
+      return { available: true, ...this.store.stats(), ...health }
+    } catch (error) {
+      const refusal = this.failed(this.store, error)
+      return { available: false, error: refusal instanceof Error ? refusal.message : String(refusal), path: this.storePath, ...health }
+    }
   }
 
   /** The number of stored blocks, or undefined while unavailable (for the prompt context line). */

@@ -9,7 +9,7 @@ import { renderRecall } from '../../lib/plugin/render.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { findSecrets, redactSecrets } from '../../lib/secrets.ts'
 import { BlockStore } from '../../lib/store/store.ts'
-import { boot, injected, reply, tempStorePath, toolCall } from '../helpers/harness.ts'
+import { boot, injected, reply, requestTexts, tempStorePath, toolCall } from '../helpers/harness.ts'
 
 const alnum = (n: number, seed: number) => {
   const chars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
@@ -156,6 +156,8 @@ t.test('real loop: nothing secret reaches the prompt through recall, whatever en
   other.close()
   await h.turn('billing 服务的 OpenAI key 和 server key 是什么？10.3.7.9')
   t.same(h.errors, [])
+  t.ok(requestTexts(h.adapter.requests[1]!).some((x) => x.endsWith('Credentials were masked before saving (api-key); they are not in memory.')),
+    'the tool tells the model the key was not saved')
   const ours = injected(h.adapter.requests[2]!)
   t.equal(ours.length, 1)
   const text = ours[0]!.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
