@@ -329,16 +329,18 @@ export class BlockStore {
  * tables of its own). The user's file is never converted or "repaired".
  */
 function refuseForeign(db: DatabaseSync, path: string): void {
-  const version = schemaVersion(db)
+  // One statement, so the version and the tables come from the same snapshot even while another
+  // process is creating the store.
+  const row = db.prepare(`SELECT (SELECT user_version FROM pragma_user_version) AS version,
+    (SELECT group_concat(name, ', ') FROM (SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 3)) AS tables`)
+    .get() as { version: number, tables: string | null }
+  const version = Number(row.version)
   if (version > SCHEMA_VERSION) {
     throw new StableMemError('newer_schema',
       `store schema version ${version} is newer than this dsh-stablemem supports (${SCHEMA_VERSION}); upgrade the package`)
   }
-  if (version > 0) return
-  const tables = db.prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 3`).all()
-  if (tables.length > 0) {
-    throw new StableMemError('unavailable',
-      `${path} is an SQLite database of another program (tables ${tables.map((r) => String(r.name)).join(', ')}); refusing to change it`)
+  if (version === 0 && row.tables !== null) {
+    throw new StableMemError('unavailable', `${path} is an SQLite database of another program (tables ${row.tables}); refusing to change it`)
   }
 }
 

@@ -58,3 +58,18 @@ t.test('a writer waits for another process\'s lock instead of failing (busy time
   const mutant = await underHeldLock(0)
   t.ok(mutant.some((l) => l.startsWith('error') && /locked|busy/i.test(l)), `mutation check: without the wait the caller gets ${mutant.find((l) => l.startsWith('error'))}`)
 })
+
+t.test('agents starting at once on a new file all get a working store (no migration race)', async (t) => {
+  // Before the fix, two of four processes typically failed with "table blocks already exists"
+  // or mistook the half-created store for another program's database.
+  for (let round = 0; round < 4; round++) {
+    const path = tempStorePath(`fresh-${round}`)
+    const children = [0, 1, 2, 3].map((i) => startFixture('opener', [path, `agent-${i}`]))
+    await Promise.all(children.map((c) => c.exited))
+    const lines = children.flatMap((c) => c.lines)
+    t.same(lines.filter((l) => !l.startsWith('ok ')), [], `round ${round}: every process opened and committed`)
+    const store = new BlockStore(path)
+    t.equal(store.count(), 4, `round ${round}: all four notes stored`)
+    store.close()
+  }
+})
