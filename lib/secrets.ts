@@ -21,12 +21,13 @@ interface SecretPattern {
 }
 
 /**
- * Credential shapes. Each is linear-time (no nested quantifiers) so that hostile 1 MB texts stay
- * cheap. Where a label identifies the secret (`password=`, `Bearer `, `user:pass@`), only the
+ * Credential shapes. Each is linear-time (no nested quantifiers; a private key without its END
+ * line is masked to the end of the text, so later BEGIN lines are never rescanned) so that
+ * hostile 1 MB texts stay cheap. Where a label identifies the secret (`password=`, `Bearer `, `user:pass@`), only the
  * value is masked and the label stays, so the note still says what was there.
  */
 const PATTERNS: readonly SecretPattern[] = [
-  { kind: 'private-key', pattern: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,16384}?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)/g, group: 0 },
+  { kind: 'private-key', pattern: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)/g, group: 0 },
   { kind: 'api-key', pattern: /(?<![A-Za-z0-9_-])sk-(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_]{20,}/g, group: 0 },
   { kind: 'api-key', pattern: /(?<![A-Za-z0-9])(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}/g, group: 0 },
   { kind: 'aws-key', pattern: /(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}(?![A-Z0-9])/g, group: 0 },

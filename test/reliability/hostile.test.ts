@@ -11,6 +11,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { CallId } from '@deepseek-ai/dsh-llm'
 import { StableMemError } from '../../lib/errors.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
+import { redactSecrets } from '../../lib/secrets.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { canonicalText } from '../../lib/text/normalize.ts'
 import { boot, tempStorePath } from '../helpers/harness.ts'
@@ -108,6 +109,15 @@ t.test('service and tool in a mounted plugin keep the contract', async (t) => {
   const stats = await ctx.stablemem.stats()
   t.equal(stats.available, true, 'memory is still available')
   t.equal(stats.recallFailures, 0)
+})
+
+t.test('credential scanning of adversarial 1 MB texts finishes and masks', async (t) => {
+  const begins = '-----BEGIN RSA PRIVATE KEY-----\nabc\n'.repeat(30_000)
+  t.match(redactSecrets(begins).text, /^\[redacted private-key\]$/, 'an unterminated key is masked to the end')
+  const labels = 'password= password: 密码是 token '.repeat(30_000)
+  t.ok(redactSecrets(labels).text.length > 0)
+  const urls = 'https://user:'.repeat(80_000)
+  t.equal(redactSecrets(urls).text, urls, 'no @, no URL password')
 })
 
 t.test('mutation checks: without the guards the same properties fail', async (t) => {
