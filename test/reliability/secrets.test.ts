@@ -101,6 +101,7 @@ t.test('commit path: redact (default), refuse, allow — and the guard is what k
   const allowing = new BlockStore(tempStorePath('allow'), { secrets: 'allow' })
   t.teardown(() => { redacting.close(); refusing.close(); allowing.close() })
   t.equal(resolveConfig({}).secrets, 'redact', 'config default')
+  t.throws(() => resolveConfig({ secrets: 'sometimes' as never }), /secrets expected "redact" \| "refuse" \| "allow"/, 'a bad policy fails at load, naming the field')
   for (const { name, note, secret } of SAMPLES) {
     const result = redacting.commit({ text: note })
     const stored = redacting.get(result.id)!
