@@ -34,17 +34,24 @@ t.test('two writers at once: no busy error, nothing lost, each sees the other', 
   t.same(store.integrityCheck(), ['ok'])
 })
 
-/** Holds the write lock from this process until the child has tried to commit (and a little longer). */
-async function underHeldLock(busyTimeoutMs: number): Promise<string[]> {
+/**
+ * Holds the write lock from this process while a child commits. With `release`, the lock is
+ * let go 300 ms after the child started trying (the child must wait for it); without, it is held
+ * until the child has finished, so a child that does not wait must fail, however slow it runs.
+ */
+async function underHeldLock(busyTimeoutMs: number, release: boolean): Promise<string[]> {
   const path = tempStorePath('locked')
   new BlockStore(path).close()
   const holder = new DatabaseSync(path)
   holder.exec('BEGIN IMMEDIATE')
   const child = startFixture('worker', [path, 'gamma', '3', String(busyTimeoutMs)])
   await child.waitFor((l) => l === 'attempting')
-  await new Promise((resolve) => setTimeout(resolve, 300))
-  holder.exec('ROLLBACK')
+  if (release) {
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    holder.exec('ROLLBACK')
+  }
   await child.waitFor((l) => l === 'done' || l.startsWith('error'))
+  if (holder.isTransaction) holder.exec('ROLLBACK')
   child.proc.stdin.write('go gamma 3\n')
   await child.exited
   holder.close()
@@ -52,10 +59,10 @@ async function underHeldLock(busyTimeoutMs: number): Promise<string[]> {
 }
 
 t.test('a writer waits for another process\'s lock instead of failing (busy timeout is the guard)', async (t) => {
-  const lines = await underHeldLock(5000)
+  const lines = await underHeldLock(5000, true)
   t.same(lines.filter((l) => l.startsWith('error')), [], 'the commit waited and succeeded')
   t.equal(lines.filter((l) => l.startsWith('ack ')).length, 3)
-  const mutant = await underHeldLock(0)
+  const mutant = await underHeldLock(0, false)
   t.ok(mutant.some((l) => l.startsWith('error') && /locked|busy/i.test(l)), `mutation check: without the wait the caller gets ${mutant.find((l) => l.startsWith('error'))}`)
 })
 

@@ -93,7 +93,7 @@ t.test('service and tool in a mounted plugin keep the contract', async (t) => {
     try {
       const { id } = await ctx.stablemem.commit({ text })
       const block = await ctx.stablemem.get(id)
-      if (block?.text !== canonicalText(text)) return false
+      if (block?.text !== redactSecrets(canonicalText(text)).text) return false // the default policy masks credentials
     } catch (error) {
       if (!(error instanceof StableMemError)) throw error
       refused = error
