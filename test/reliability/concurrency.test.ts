@@ -80,3 +80,19 @@ t.test('agents starting at once on a new file all get a working store (no migrat
     store.close()
   }
 })
+
+t.test('the cached note count follows this connection\'s commits and another connection\'s writes', async (t) => {
+  const path = tempStorePath('count')
+  const a = new BlockStore(path)
+  const b = new BlockStore(path)
+  t.teardown(() => { a.close(); b.close() })
+  t.same([a.count(), b.count()], [0, 0])
+  a.commit({ text: 'one' })
+  a.commit({ text: 'one' })
+  a.commitMany([{ text: 'two' }, { text: 'three' }, { text: 'two' }])
+  t.same([a.count(), b.count()], [3, 3], 'own commits counted once per new note; the other connection recounts')
+  b.commit({ text: 'four' })
+  t.same([a.count(), b.count()], [4, 4])
+  t.throws(() => a.commitMany([{ text: 'five' }, { text: '' }]), { code: 'invalid_input' })
+  t.same([a.count(), b.count()], [4, 4], 'a refused batch changes nothing')
+})
