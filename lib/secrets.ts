@@ -10,9 +10,6 @@ import { StableMemError } from './errors.ts'
 /** What the store does with a note that contains a credential. */
 export type SecretsPolicy = 'redact' | 'refuse' | 'allow'
 
-/** The policies, for the config schema and validation. */
-export const SECRETS_POLICIES: readonly SecretsPolicy[] = ['redact', 'refuse', 'allow']
-
 /** One credential shape. `group` is the capture group holding the secret part (0 = whole match). */
 interface SecretPattern {
   kind: string
