@@ -1,6 +1,7 @@
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import Schema from '@deepseek-ai/schemastery'
+import type { SecretsPolicy } from './secrets.ts'
 
 /** The plugin's configuration, as written under `config:` in a dsh composition. */
 export interface Config {
@@ -12,6 +13,7 @@ export interface Config {
   minScore: number
   maxBlockChars: number
   toolName: string
+  secrets: SecretsPolicy
 }
 
 /**
@@ -36,6 +38,10 @@ export const Config: Schema<Config> = Schema.object({
     .description('Longest note accepted by commit, in characters; longer text is refused with an error.'),
   toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('stablemem_commit')
     .description('Name of the commit tool the model sees; change it to mount two stores in one agent.'),
+  secrets: Schema.union(['redact', 'refuse', 'allow'] as const).default('redact')
+    .description('Credentials in a note (API keys, tokens, private keys, passwords in URLs or `password=`): ' +
+      '`redact` stores the note with them masked, `refuse` rejects the note with an error, `allow` stores them as written. ' +
+      'Recalled notes are masked again before they reach the prompt, whatever this says.'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */

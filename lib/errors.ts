@@ -10,6 +10,7 @@ export type StableMemErrorCode =
   | 'not_found'       // a referenced block does not exist
   | 'unavailable'     // the store could not be opened or is closed
   | 'newer_schema'    // the file was written by a newer release of this package
+  | 'contains_secret' // the note holds a credential and config `secrets` is 'refuse'
 
 /** A refusal with a stable `code` and a one-line message that names the offending field. */
 export class StableMemError extends Error {

@@ -50,7 +50,7 @@ export class StableMem extends Service {
   /** Opens the store; a failure is recorded and logged, not thrown, so the agent keeps running. */
   async [Service.init](): Promise<void> {
     try {
-      this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars })
+      this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets })
     } catch (error) {
       this.failure = error instanceof Error ? error.message : String(error)
       this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)
@@ -59,7 +59,7 @@ export class StableMem extends Service {
 
   /** Stores a note; idempotent by content (the id is the text's hash). `supersedes` retires an older note from recall. */
   async commit(input: CommitInput): Promise<CommitResult> {
-    return this.open().commit(input)
+    return this.use((store) => store.commit(input))
   }
 
   /**
@@ -69,22 +69,27 @@ export class StableMem extends Service {
    * non-enumerable `abstained` reason (`abstentionOf`).
    */
   async recall(query: string, options: { topK?: number, recordAccess?: boolean } = {}): Promise<HybridHits> {
-    return recallBlocksHybrid(this.open(), null, query, { topK: options.topK, recordAccess: options.recordAccess ?? true })
+    const store = this.open()
+    try {
+      return await recallBlocksHybrid(store, null, query, { topK: options.topK, recordAccess: options.recordAccess ?? true })
+    } catch (error) {
+      throw this.failed(store, error)
+    }
   }
 
   /** Counts these notes as accessed (count and time), e.g. the ones a caller showed to the model. */
   async recordAccess(ids: readonly string[]): Promise<void> {
-    this.open().recordAccess(ids)
+    this.use((store) => store.recordAccess(ids))
   }
 
   /** The stored block with this id, or undefined. */
   async get(id: string): Promise<Block | undefined> {
-    return this.open().get(id)
+    return this.use((store) => store.get(id))
   }
 
   /** Records an edge between two nodes (idempotent per source, target and type). */
   async link(edge: EdgeInput): Promise<{ created: boolean }> {
-    return this.open().link(edge)
+    return this.use((store) => store.link(edge))
   }
 
   /** Counts, file facts and health; never throws. */
@@ -93,12 +98,24 @@ export class StableMem extends Service {
     if (!this.store || this.store.isClosed) {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
     }
-    return { available: true, ...this.store.stats(), ...health }
+    try {
+      return { available: true, ...this.store.stats(), ...health }
+    } catch (error) {
+      const refusal = this.failed(this.store, error)
+      return { available: false, error: refusal instanceof Error ? refusal.message : String(refusal), path: this.storePath, ...health }
+    }
   }
 
   /** The number of stored blocks, or undefined while unavailable (for the prompt context line). */
   blockCount(): number | undefined {
-    return this.store && !this.store.isClosed ? this.store.count() : undefined
+    if (!this.store || this.store.isClosed) return undefined
+    try {
+      return this.store.count()
+    } catch (error) {
+      const refusal = this.failed(this.store, error)
+      if (refusal instanceof StableMemError) return undefined
+      throw refusal
+    }
   }
 
   /** Why the store is unavailable, if it is. */
@@ -116,6 +133,28 @@ export class StableMem extends Service {
     this.injectionCount++
   }
 
+  private use<T>(fn: (store: BlockStore) => T): T {
+    const store = this.open()
+    try {
+      return fn(store)
+    } catch (error) {
+      throw this.failed(store, error)
+    }
+  }
+
+  /**
+   * A store error that means the file itself is damaged or unusable (found after a clean open)
+   * disables memory for the rest of the fiber, logged once and reported by `stats()`, instead of
+   * failing every later turn. Refusals of the caller's input pass through unchanged.
+   */
+  private failed(store: BlockStore, error: unknown): unknown {
+    if (error instanceof StableMemError || !isDamagedFile(error)) return error
+    this.failure = `store ${this.storePath} is damaged or unusable: ${(error as Error).message}`
+    this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)
+    store.close()
+    return new StableMemError('unavailable', `long-term memory is unavailable: ${this.failure}`, { cause: error })
+  }
+
   private open(): BlockStore {
     if (this.store && !this.store.isClosed) return this.store
     throw new StableMemError('unavailable', `long-term memory is unavailable: ${this.failure ?? 'store is closed'}`)
@@ -124,4 +163,14 @@ export class StableMem extends Service {
   private close(): void {
     this.store?.close()
   }
+}
+
+/** SQLite result codes that mean the file, not the call, is the problem. */
+const DAMAGED_CODES = new Set([8 /* READONLY */, 10 /* IOERR */, 11 /* CORRUPT */, 13 /* FULL */, 14 /* CANTOPEN */, 26 /* NOTADB */])
+
+function isDamagedFile(error: unknown): boolean {
+  if (!(error instanceof Error)) return false
+  const code = (error as { errcode?: unknown }).errcode
+  if (typeof code === 'number' && DAMAGED_CODES.has(code & 0xff)) return true
+  return /malformed|not a database|vtable constructor failed/i.test(error.message)
 }

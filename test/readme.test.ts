@@ -34,7 +34,8 @@ function schemaRows(schema: Schema, prefix = ''): Row[] {
   })
 }
 
-function typeName(node: { type: string, inner?: { type: string }, meta?: { min?: number, max?: number, step?: number } }): string {
+function typeName(node: { type: string, inner?: { type: string }, list?: Array<{ type: string, value?: unknown }>, meta?: { min?: number, max?: number, step?: number } }): string {
+  if (node.type === 'union' && node.list?.every((member) => member.type === 'const')) return `one of ${node.list.map((member) => String(member.value)).join(', ')}`
   const base = node.type === 'array' ? `${node.inner?.type ?? 'any'}[]` : node.type === 'number' && node.meta?.step === 1 ? 'integer' : node.type
   const { min, max } = node.meta ?? {}
   if (node.type !== 'number') return base

@@ -17,9 +17,9 @@ export function contextName(storePath: string, toolName: string): string {
  * the store is unavailable, so a broken memory is visible to the model and the user.
  */
 export function contextLine(service: StableMem, toolName: string): string {
-  const reason = service.unavailableReason()
-  if (reason !== undefined) return `Long-term memory (dsh-stablemem) is unavailable: ${reason}. Do not promise to remember anything.`
   const count = service.blockCount() ?? 0
+  const reason = service.unavailableReason() // after the count, which may find the file damaged
+  if (reason !== undefined) return `Long-term memory (dsh-stablemem) is unavailable: ${reason}. Do not promise to remember anything.`
   if (count === 0) return ''
   return `Long-term memory (dsh-stablemem): ${count} note${count === 1 ? '' : 's'} stored; relevant ones are recalled with each user message. ` +
     `Save durable facts with the ${toolName} tool.`

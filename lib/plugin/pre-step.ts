@@ -25,6 +25,7 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
     const query = queryFromBatch(decision.messages, allow, pluginName)
     if (query === '') return decision
     const service = ctx.stablemem
+    if (service.unavailableReason() !== undefined) return decision // memory is off; the context line says why
     let text: string
     try {
       const hits = await service.recall(query, { topK: config.topK, recordAccess: false })

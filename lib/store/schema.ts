@@ -87,6 +87,11 @@ export function migrate(db: DatabaseSync, target: number = SCHEMA_VERSION): void
   for (let v = current; v < target; v++) {
     db.exec('BEGIN IMMEDIATE')
     try {
+      // Another process opening the same new file may have run this step while we waited for the lock.
+      if (schemaVersion(db) > v) {
+        db.exec('COMMIT')
+        continue
+      }
       db.exec(MIGRATIONS[v]!)
       db.exec(`PRAGMA user_version = ${v + 1}`)
       db.exec('COMMIT')

@@ -2,10 +2,11 @@ import { mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
+import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
-import { migrate, refuseNewerSchema, schemaVersion } from './schema.ts'
+import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
 
 /** Options for opening a store file. */
@@ -14,6 +15,8 @@ export interface StoreOptions {
   maxBlockChars?: number
   /** How long a writer waits for another process's lock before failing, in ms. */
   busyTimeoutMs?: number
+  /** What commit does with credentials in a note (default `redact`; see `lib/secrets.ts`). */
+  secrets?: SecretsPolicy
   /** Clock, injectable for deterministic tests. */
   now?: () => number
 }
@@ -24,11 +27,23 @@ export const DEFAULT_MAX_BLOCK_CHARS = 32_768
 /** Distinct FTS expressions whose match counts are kept between writes. */
 const MATCH_COUNT_CACHE = 50_000
 
+/**
+ * SQLite's page cache per connection, in KiB (negative = KiB in the pragma). SQLite's default
+ * (2 MiB) is smaller than the FTS index of a few thousand notes, so every commit and query
+ * re-read evicted pages; 64 MiB is an upper bound, allocated only as pages are touched.
+ */
+const PAGE_CACHE_KIB = -65_536
+
+/** SQLite's result code for "another connection holds the lock". */
+const SQLITE_BUSY = 5
+
 /** Longest accepted metadata value (source, scene, semantic type, edge fields). */
 const MAX_TAG_CHARS = 256
 
-/** Columns every block read uses, in one place so readers cannot drift apart. */
+/** Columns every block read uses, in one place so readers cannot drift apart (`toBlock` reads them by position). */
 const BLOCK_COLUMNS = 'id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, superseded_by'
+/** Position of the rowid appended after `BLOCK_COLUMNS` in rows that carry it. */
+const BLOCK_COLUMN_COUNT = BLOCK_COLUMNS.split(',').length
 
 /** A candidate row from the full-text index, with FTS5's bm25 (lower is better). */
 export interface FtsCandidate {
@@ -44,6 +59,7 @@ export interface FtsCandidate {
 export class BlockStore {
   readonly path: string
   readonly maxBlockChars: number
+  readonly secrets: SecretsPolicy
   private readonly db: DatabaseSync
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
@@ -51,24 +67,33 @@ export class BlockStore {
   private matchCountsVersion = -1
   private vocabReady = false
   private closed = false
+  /**
+   * The block count and the `data_version` it was read at. This connection's own writes do not
+   * change `data_version`, so every method that adds or removes blocks must adjust it (today only
+   * `commitMany` adds).
+   */
+  private countCache: { dataVersion: number, blocks: number } | undefined
 
   /** Opens (creating if needed) the store at `path`; `:memory:` gives a private in-memory store. */
   constructor(path: string, options: StoreOptions = {}) {
     this.path = path
     this.maxBlockChars = options.maxBlockChars ?? DEFAULT_MAX_BLOCK_CHARS
+    this.secrets = options.secrets ?? 'redact'
     this.now = options.now ?? Date.now
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000
     let db: DatabaseSync
     try {
-      db = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? 5000 })
+      db = new DatabaseSync(path, { timeout: busyTimeoutMs })
     } catch (error) {
       throw new StableMemError('unavailable', `cannot open store ${path}: ${(error as Error).message}`, { cause: error })
     }
     try {
-      refuseNewerSchema(db)
+      refuseForeign(db, path)
       if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
-      db.exec('PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON')
+      db.exec(`PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = ${PAGE_CACHE_KIB}`)
       migrate(db)
+      probe(db, busyTimeoutMs)
     } catch (error) {
       db.close()
       if (error instanceof StableMemError) throw error
@@ -90,8 +115,10 @@ export class BlockStore {
   commitMany(inputs: readonly CommitInput[]): CommitResult[] {
     const rows = inputs.map((input, i) => this.validate(input, inputs.length > 1 ? `inputs[${i}].` : ''))
     const now = this.now()
+    // No RETURNING: with it, node:sqlite's insert costs twice as much (measured by bench:perf);
+    // `changes` and `lastInsertRowid` say the same thing.
     const insert = this.stmt('insert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING rowid`)
+      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
     const update = this.stmt('update', `UPDATE blocks SET
       source = CASE WHEN ?1 <> '' THEN ?1 ELSE source END,
       scene = CASE WHEN ?2 <> '' THEN ?2 ELSE scene END,
@@ -100,13 +127,18 @@ export class BlockStore {
       WHERE id = ?5`)
     const index = this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)')
     this.matchCounts.clear()
-    return this.transaction(() => rows.map((row) => {
-      const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, now, now) as { rowid: number } | undefined
-      if (inserted) index.run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
+    const results = this.transaction(() => rows.map((row) => {
+      const result = (created: boolean): CommitResult => row.redacted.length > 0 ? { id: row.id, created, redacted: row.redacted } : { id: row.id, created }
+      const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now)
+      const created = Number(inserted.changes) === 1
+      if (created) index.run(inserted.lastInsertRowid, withoutCjk(row.text), cjkIndexText(row.text))
       else update.run(row.source, row.scene, row.semanticType, now, row.id)
       if (row.supersedes !== '') this.supersede(row.id, row.supersedes, now)
-      return { id: row.id, created: inserted !== undefined }
+      return result(created)
     }))
+    // Our own commits do not change `data_version`, so the cached count stays valid if we add ours.
+    if (this.countCache) this.countCache.blocks += results.filter((r) => r.created).length
+    return results
   }
 
   /** Marks `oldId` as replaced by `newId` and records the edge; runs inside a commit's transaction. */
@@ -120,20 +152,29 @@ export class BlockStore {
 
   /** The block with this id, or undefined. */
   get(id: string): Block | undefined {
-    const row = this.stmt('get', `SELECT ${BLOCK_COLUMNS} FROM blocks WHERE id = ?`).get(id)
+    const statement = this.stmt('get', `SELECT ${BLOCK_COLUMNS} FROM blocks WHERE id = ?`)
+    statement.setReturnArrays(true)
+    const row = statement.get(id) as unknown as unknown[] | undefined
     return row ? toBlock(row) : undefined
   }
 
-  /** Blocks by FTS rowid, in the order asked; missing rowids are skipped. One query for the whole list. */
+  /**
+   * Blocks by FTS rowid, in the order asked; missing rowids are skipped. One statement for the
+   * whole list (the rowids travel as one JSON array), so recall's 200 candidates cost one query,
+   * not 200.
+   */
   blocksByRowid(rowids: readonly number[]): Map<number, Block> {
     const out = new Map<number, Block>()
     if (rowids.length === 0) return out
-    const rows = this.stmt('byRowids', `SELECT rowid, ${BLOCK_COLUMNS} FROM blocks WHERE rowid IN (SELECT value FROM json_each(?))`)
-      .all(JSON.stringify(rowids))
-    const byRowid = new Map(rows.map((row) => [Number(row.rowid), row]))
+    const statement = this.stmt('byRowids', `SELECT ${BLOCK_COLUMNS}, rowid FROM blocks
+      WHERE rowid IN (SELECT value FROM json_each(?))`)
+    statement.setReturnArrays(true) // rows as arrays: a third cheaper to materialise than objects
+    const rows = statement.all(JSON.stringify(rowids)) as unknown as unknown[][]
+    const found = new Map<number, Block>()
+    for (const row of rows) found.set(Number(row[BLOCK_COLUMN_COUNT]), toBlock(row))
     for (const rowid of rowids) {
-      const row = byRowid.get(rowid)
-      if (row) out.set(rowid, toBlock(row))
+      const block = found.get(rowid)
+      if (block) out.set(rowid, block)
     }
     return out
   }
@@ -187,12 +228,23 @@ export class BlockStore {
     return out
   }
 
-  /** Records that these blocks were recalled (count and last access time), for later cooling. */
+  /**
+   * Records that these blocks were recalled (count and last access time), for later cooling.
+   * This runs inside every turn, so it skips the fsync (`synchronous = NORMAL` for this one
+   * transaction): in WAL mode that can lose only the latest access counts on a power cut, never
+   * a note and never the file's integrity, and it keeps a disk flush out of the turn's latency.
+   */
   recordAccess(ids: readonly string[]): void {
     if (ids.length === 0) return
     const now = this.now()
     const touch = this.stmt('touch', 'UPDATE blocks SET access_count = access_count + 1, last_access_at = ? WHERE id = ?')
-    this.transaction(() => { for (const id of ids) touch.run(now, id) })
+    const wal = this.path !== ':memory:'
+    if (wal) this.db.exec('PRAGMA synchronous = NORMAL')
+    try {
+      this.transaction(() => { for (const id of ids) touch.run(now, id) })
+    } finally {
+      if (wal) this.db.exec('PRAGMA synchronous = FULL')
+    }
   }
 
   /**
@@ -238,9 +290,18 @@ export class BlockStore {
     }
   }
 
-  /** Total number of blocks (cheap; used by the prompt context line every step). */
+  /**
+   * Total number of blocks; the prompt context line asks on every step. `count(*)` reads the
+   * whole id index (65–144 ms at a million blocks), so the answer is cached: this connection's
+   * commits update it, and a write by another connection (SQLite's `data_version`) makes it recount.
+   */
   count(): number {
-    return Number((this.stmt('count', 'SELECT count(*) AS n FROM blocks').get() as { n: number }).n)
+    const version = Number((this.stmt('dataVersion', 'PRAGMA data_version').get() as { data_version: number }).data_version)
+    const cache = this.countCache
+    if (cache && cache.dataVersion === version) return cache.blocks
+    const blocks = Number((this.stmt('count', 'SELECT count(*) AS n FROM blocks').get() as { n: number }).n)
+    this.countCache = { dataVersion: version, blocks }
+    return blocks
   }
 
   /** Runs SQLite's integrity check; `['ok']` when the file is sound. */
@@ -278,7 +339,9 @@ export class BlockStore {
   /** Every block in insertion order, read lazily so an export never holds the whole store in memory. */
   * allBlocks(): IterableIterator<Block> {
     this.assertOpen()
-    for (const row of this.db.prepare(`SELECT ${BLOCK_COLUMNS} FROM blocks ORDER BY rowid`).iterate()) yield toBlock(row)
+    const statement = this.db.prepare(`SELECT ${BLOCK_COLUMNS} FROM blocks ORDER BY rowid`)
+    statement.setReturnArrays(true)
+    for (const row of statement.iterate()) yield toBlock(row as unknown as unknown[])
   }
 
   /** Every edge in insertion order, read lazily (see `allBlocks`). */
@@ -304,6 +367,9 @@ export class BlockStore {
    */
   importBlock(block: Block): { created: boolean } {
     const row = this.validate(block, '')
+    if (row.redacted.length > 0) {
+      throw new StableMemError('contains_secret', `text contains credentials (${row.redacted.join(', ')}); the secrets policy does not allow importing them unmasked`)
+    }
     if (row.text !== block.text) throw new StableMemError('invalid_input', 'text is not in canonical form (NFC, trimmed)')
     if (row.id !== block.id) throw new StableMemError('invalid_input', `id ${String(block.id)} is not the content address of its text (expected ${row.id})`)
     const createdAt = checkTime(block.createdAt, 'createdAt')
@@ -316,6 +382,9 @@ export class BlockStore {
     const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, supersededBy) as { rowid: number } | undefined
     if (inserted) {
       this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
+      this.matchCounts.clear()
+      // Our own writes do not change `data_version`, so the cached count must follow them.
+      if (this.countCache) this.countCache.blocks++
       return { created: true }
     }
     this.stmt('importMerge', `UPDATE blocks SET
@@ -349,20 +418,25 @@ export class BlockStore {
     return { created: Number(result.changes) > 0 }
   }
 
-  private validate(input: CommitInput, prefix: string): Required<CommitInput> & { id: string } {
+  private validate(input: CommitInput, prefix: string): Required<CommitInput> & { id: string, redacted: string[] } {
     if (input === null || typeof input !== 'object') throw new StableMemError('invalid_input', `${prefix === '' ? 'input' : prefix.slice(0, -1)} must be an object with a text field`)
     if (typeof input.text !== 'string') throw new StableMemError('invalid_input', `${prefix}text must be a string`)
     if (hasLoneSurrogate(input.text)) {
       throw new StableMemError('invalid_input', `${prefix}text contains an unpaired UTF-16 surrogate and cannot be stored without loss`)
     }
-    const text = canonicalText(input.text)
-    if (text.length === 0) throw new StableMemError('invalid_input', `${prefix}text is empty`)
+    const canonical = canonicalText(input.text)
+    if (canonical.length === 0) throw new StableMemError('invalid_input', `${prefix}text is empty`)
+    if (canonical.length > this.maxBlockChars) {
+      throw new StableMemError('too_large', `${prefix}text has ${canonical.length} characters; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
+    }
+    const { text, redacted } = applySecretsPolicy(canonical, this.secrets, `${prefix}text`)
     if (text.length > this.maxBlockChars) {
-      throw new StableMemError('too_large', `${prefix}text has ${text.length} characters; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
+      throw new StableMemError('too_large', `${prefix}text has ${text.length} characters after masking credentials; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
     }
     return {
       id: blockId(text),
       text,
+      redacted,
       source: checkTag(input.source ?? '', `${prefix}source`, false),
       scene: checkTag(input.scene ?? '', `${prefix}scene`, false),
       semanticType: checkTag(input.semanticType ?? '', `${prefix}semanticType`, false),
@@ -394,6 +468,52 @@ export class BlockStore {
   }
 }
 
+/**
+ * Refuses, before anything is written (even the journal mode), a file this code must not touch:
+ * one from a newer release, or another program's SQLite database (no schema version of ours but
+ * tables of its own). The user's file is never converted or "repaired".
+ */
+function refuseForeign(db: DatabaseSync, path: string): void {
+  // One statement, so the version and the tables come from the same snapshot even while another
+  // process is creating the store.
+  const row = db.prepare(`SELECT (SELECT user_version FROM pragma_user_version) AS version,
+    (SELECT group_concat(name, ', ') FROM (SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 3)) AS tables`)
+    .get() as { version: number, tables: string | null }
+  const version = Number(row.version)
+  if (version > SCHEMA_VERSION) {
+    throw new StableMemError('newer_schema',
+      `store schema version ${version} is newer than this dsh-stablemem supports (${SCHEMA_VERSION}); upgrade the package`)
+  }
+  if (version === 0 && row.tables !== null) {
+    throw new StableMemError('unavailable', `${path} is an SQLite database of another program (tables ${row.tables}); refusing to change it`)
+  }
+}
+
+/**
+ * Cheap checks at open that a damaged or read-only file fails now, with one clear error, rather
+ * than on the first turn: a write can begin (in a transaction that is rolled back, so the file is
+ * never changed; a read-only file or folder fails here), and the last page of the block table and
+ * the FTS index's structure records can be read.
+ */
+function probe(db: DatabaseSync, busyTimeoutMs: number): void {
+  db.exec('PRAGMA busy_timeout = 0')
+  try {
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      db.exec(`PRAGMA user_version = ${schemaVersion(db)}`)
+    } finally {
+      db.exec('ROLLBACK')
+    }
+  } catch (error) {
+    // Another process holds the write lock: the file is writable, and opening must not wait for it.
+    if (((error as { errcode?: number }).errcode ?? 0) % 256 !== SQLITE_BUSY) throw error
+  } finally {
+    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
+  }
+  db.prepare('SELECT max(rowid) FROM blocks').get()
+  db.prepare(`SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH '"stablemem"' LIMIT 1`).get()
+}
+
 function checkTag(value: unknown, field: string, required: boolean): string {
   if (typeof value !== 'string') throw new StableMemError('invalid_input', `${field} must be a string`)
   if (required && value.trim() === '') throw new StableMemError('invalid_input', `${field} is empty`)
@@ -410,18 +530,18 @@ function checkTime(value: unknown, field: string): number {
   return value
 }
 
-function toBlock(row: Record<string, unknown>): Block {
+/** A block from a row of `BLOCK_COLUMNS`, read as an array (in that column order). */
+function toBlock(row: readonly unknown[]): Block {
   return {
-    id: String(row.id),
-    text: String(row.text),
-    source: String(row.source),
-    scene: String(row.scene),
-    semanticType: String(row.semantic_type),
-    createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at),
-    accessCount: Number(row.access_count),
-    lastAccessAt: row.last_access_at === null ? null : Number(row.last_access_at),
-    supersededBy: row.superseded_by === null ? null : String(row.superseded_by),
+    id: String(row[0]),
+    text: String(row[1]),
+    source: String(row[2]),
+    scene: String(row[3]),
+    semanticType: String(row[4]),
+    createdAt: Number(row[5]),
+    updatedAt: Number(row[6]),
+    accessCount: Number(row[7]),
+    lastAccessAt: row[8] === null ? null : Number(row[8]),
+    supersededBy: row[9] === null ? null : String(row[9]),
   }
 }
-

@@ -19,6 +19,8 @@ export interface CommitInput {
 export interface CommitResult {
   id: string
   created: boolean
+  /** Kinds of credentials masked before storing (config `secrets: 'redact'`); absent when none. */
+  redacted?: string[]
 }
 
 /** One stored block with all its metadata. Times are milliseconds since the epoch. */

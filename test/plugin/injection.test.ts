@@ -13,7 +13,7 @@ import t, { type Test } from 'tap'
 import * as plugin from '../../lib/index.ts'
 import { RECALL_HEADER } from '../../lib/plugin/render.ts'
 import type { StableMem } from '../../lib/service.ts'
-import { boot, injected, reply, tempStorePath, textOf, toolCall, userMessage, type BootOptions, type Harness } from '../helpers/harness.ts'
+import { requestTexts, boot, injected, reply, tempStorePath, textOf, toolCall, userMessage, type BootOptions, type Harness } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 
 const FACTS = [
@@ -195,7 +195,7 @@ function closeStore(h: Harness): void {
   (h.ctx.stablemem as unknown as { store: { close(): void } }).store.close()
 }
 
-for (const [label, breakStore, logged] of [['throwing (index dropped)', dropIndex, /no such table/], ['closed', closeStore, /is closed/]] as const) {
+for (const [label, breakStore, logged] of [['throwing (index dropped)', dropIndex, /no such table/]] as const) {
   t.test(`a ${label} store never breaks the turn: it completes, the failure is counted and logged`, async (t) => {
     const { h, agent } = await failingTurn(t, breakStore)
     t.same(h.errors, [])
@@ -207,6 +207,16 @@ for (const [label, breakStore, logged] of [['throwing (index dropped)', dropInde
       `logged: ${JSON.stringify(h.logs.filter((l) => l.name === 'stablemem'))}`)
   })
 }
+
+t.test('a closed store turns memory off: the turn completes without recall and the context line says why', async (t) => {
+  const { h, agent } = await failingTurn(t, closeStore)
+  t.same(h.errors, [])
+  t.same(turnEnds(agent), ['completed'])
+  t.equal(h.adapter.requests.length, 1, 'the model was still asked')
+  t.equal(injected(h.adapter.requests[0]!).length, 0)
+  t.equal((await h.ctx.stablemem.stats()).recallFailures, 0, 'no recall was attempted, so none failed')
+  t.ok(requestTexts(h.adapter.requests[0]!).some((x) => /Long-term memory \(dsh-stablemem\) is unavailable: store is closed/.test(x)), 'the model is told')
+})
 
 t.test('mutation: without the catch a failing recall turns into a turn error', async (t) => {
   const m = mutant({ file: 'plugin/pre-step.ts', from: 'service.noteRecallFailure()', to: 'throw error' })

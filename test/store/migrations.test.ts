@@ -65,7 +65,7 @@ t.test('migration steps are atomic: a failing step leaves the file at the previo
   t.equal(schemaVersion(db), 0)
   t.equal(db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE name = 'blocks'").get()!.n, 0, 'the half-done step was rolled back')
   db.close()
-  t.match(await refusal(() => new BlockStore(path)), { code: 'unavailable', message: /cannot use store .*already exists/ }, 'the store says why it cannot use the file')
+  t.match(await refusal(() => new BlockStore(path)), { code: 'unavailable', message: /SQLite database of another program .*refusing to change it/ }, 'the store says why it cannot use the file (and leaves it alone)')
 })
 
 /** A file claiming a schema version newer than this code, in rollback-journal mode. */

@@ -1,0 +1,183 @@
+/**
+ * `npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T]`
+ *
+ * Performance of the store, recall and the per-turn plugin hook at N blocks, against the floor of
+ * raw FTS5 over an equivalent bare table measured in the same run. See docs/benchmarks.md.
+ *
+ * 1. Generates a seeded corpus (bench/corpus.ts) and commits it through `BlockStore` into a fresh
+ *    file: the first blocks one commit each, the rest with `commitMany` in batches.
+ * 2. Builds the floor: a plain `(rowid, text)` table plus an FTS5 table with the same columns,
+ *    tokenizer and indexed text, the same connection settings (WAL, synchronous FULL, 64 MiB page
+ *    cache), filled with raw prepared statements in one transaction.
+ * 3. For each query kind, runs our `recallBlocks` and the raw FTS5 query (the same MATCH
+ *    expression, top 10 by bm25, texts joined) alternately, query by query.
+ * 4. Runs real agent-loop turns with the plugin mounted on the store and times its pre-step listener.
+ * With `--json` the last line is one JSON object with the keys the issue names.
+ */
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { parseArgs } from 'node:util'
+import { matchAny } from '../lib/recall/fts-query.ts'
+import { recallBlocks } from '../lib/recall/recall.ts'
+import { analyzeQuery } from '../lib/recall/symbols.ts'
+import { BlockStore } from '../lib/store/store.ts'
+import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
+import { canonicalText, scrubQuery } from '../lib/text/normalize.ts'
+import { QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
+import { measurePreStep } from './prestep.ts'
+import { nowMs, percentile, round, summary } from './stats.ts'
+
+const { values: args } = parseArgs({
+  options: {
+    blocks: { type: 'string', default: '10000' },
+    seed: { type: 'string', default: '20261130' },
+    queries: { type: 'string', default: '300' },
+    turns: { type: 'string', default: '200' },
+    single: { type: 'string', default: '1000' },
+    batch: { type: 'string', default: '1000' },
+    json: { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+  },
+})
+const N = positive('blocks')
+const SEED = positive('seed')
+const QUERIES = positive('queries')
+const TURNS = positive('turns')
+const SINGLE = Math.min(N, positive('single'))
+const BATCH = positive('batch')
+const WARMUP = 20
+
+function positive(name: keyof typeof args): number {
+  const value = Number(args[name])
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got ${String(args[name])}`)
+  return value
+}
+
+function log(line: string): void {
+  if (!args.json) console.log(line)
+  else console.error(line)
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-'))
+const storePath = join(dir, 'memory.db')
+const floorPath = join(dir, 'floor.db')
+const gen = corpus(SEED)
+
+// 1. Commit through the package's own path.
+log(`corpus: ${N} blocks, seed ${SEED}; files in ${dir}`)
+const store = new BlockStore(storePath)
+let t0 = nowMs()
+for (let i = 0; i < SINGLE; i++) store.commit({ text: gen.block(i).text, source: 'bench' })
+const singleMs = nowMs() - t0
+let batchMs = 0
+for (let from = SINGLE; from < N; from += BATCH) {
+  const inputs = []
+  for (let i = from; i < Math.min(N, from + BATCH); i++) inputs.push({ text: gen.block(i).text, source: 'bench' })
+  t0 = nowMs()
+  store.commitMany(inputs)
+  batchMs += nowMs() - t0
+}
+const stored = store.count()
+store.close()
+const dbBytes = statSync(storePath).size
+const commitPerS = SINGLE / (singleMs / 1000)
+const batchCommitPerS = N > SINGLE ? (N - SINGLE) / (batchMs / 1000) : Number.NaN
+log(`commit: ${SINGLE} single at ${Math.round(commitPerS)}/s; ${N - SINGLE} batched (${BATCH}) at ${Math.round(batchCommitPerS)}/s; ${stored} distinct blocks; file ${(dbBytes / 2 ** 20).toFixed(1)} MB`)
+
+// 2. The floor: the same indexed text in a bare table, raw statements, one transaction.
+const floor = new DatabaseSync(floorPath)
+floor.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536;
+  CREATE TABLE b (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);
+  CREATE VIRTUAL TABLE f USING fts5(latin, cjk, content = '', tokenize = 'porter unicode61 remove_diacritics 2');`)
+t0 = nowMs()
+{
+  const insertText = floor.prepare('INSERT INTO b (rowid, text) VALUES (?, ?)')
+  const insertFts = floor.prepare('INSERT INTO f (rowid, latin, cjk) VALUES (?, ?, ?)')
+  floor.exec('BEGIN')
+  const seen = new Set<string>()
+  for (let i = 0; i < N; i++) {
+    const text = canonicalText(gen.block(i).text)
+    if (seen.has(text)) continue
+    seen.add(text)
+    insertText.run(i + 1, text)
+    insertFts.run(i + 1, withoutCjk(text), cjkIndexText(text))
+  }
+  floor.exec('COMMIT')
+}
+const floorInsertPerS = N / ((nowMs() - t0) / 1000)
+log(`floor: raw insert into bare table + FTS5 at ${Math.round(floorInsertPerS)}/s (our batched commit is ${(batchCommitPerS / floorInsertPerS).toFixed(2)}× of it)`)
+const floorQuery = floor.prepare(`SELECT b.rowid, b.text FROM (SELECT rowid, bm25(f) AS s FROM f WHERE f MATCH ? ORDER BY s LIMIT 10) AS m
+  JOIN b ON b.rowid = m.rowid ORDER BY m.s`)
+
+// 3. Recall vs the floor, per query kind, alternating.
+const reader = new BlockStore(storePath)
+// The context line asks for the note count on every step: the first call counts, later ones hit the cache.
+t0 = nowMs()
+reader.count()
+const countMs = nowMs() - t0
+t0 = nowMs()
+reader.count()
+log(`note count for the context line: ${countMs.toFixed(3)} ms counted, ${(nowMs() - t0).toFixed(3)} ms cached`)
+const recall: Record<string, { p50_ms: number, p99_ms: number }> = {}
+const baseline: Record<string, { p50_ms: number, p99_ms: number }> = {}
+const ratios: number[] = []
+for (const kind of QUERY_KINDS) {
+  const ours: number[] = []
+  const raw: number[] = []
+  let empty = 0
+  let hitSum = 0
+  for (let q = 0; q < WARMUP + QUERIES; q++) {
+    const query = gen.query(kind, Math.floor((q * 7_654_321) % N))
+    const match = matchAny(analyzeQuery(scrubQuery(query)))
+    const runOurs = () => {
+      const start = nowMs()
+      const hits = recallBlocks(reader, query, { topK: 5 })
+      const ms = nowMs() - start
+      if (q >= WARMUP) { ours.push(ms); hitSum += hits.length; if (hits.length === 0) empty++ }
+    }
+    const runRaw = () => {
+      const start = nowMs()
+      if (match !== '') floorQuery.all(match)
+      const ms = nowMs() - start
+      if (q >= WARMUP) raw.push(ms)
+    }
+    if (q % 2 === 0) { runOurs(); runRaw() } else { runRaw(); runOurs() }
+  }
+  recall[kind] = summary(ours)
+  baseline[kind] = summary(raw)
+  ratios.push(percentile(ours, 50) / percentile(raw, 50))
+  log(`recall ${kind.padEnd(20)} p50 ${recall[kind].p50_ms.toFixed(3)} ms  p99 ${recall[kind].p99_ms.toFixed(3)} ms | ` +
+    `raw FTS5 p50 ${baseline[kind].p50_ms.toFixed(3)} ms  p99 ${baseline[kind].p99_ms.toFixed(3)} ms | ` +
+    `ratio p50 ${(percentile(ours, 50) / percentile(raw, 50)).toFixed(2)} | mean hits ${(hitSum / QUERIES).toFixed(1)}, empty ${empty}`)
+}
+reader.close()
+floor.close()
+const ratioP50 = Math.max(...ratios)
+
+// 4. Per-turn overhead in a real agent loop.
+const turnQueries: string[] = []
+for (let i = 0; i < WARMUP + TURNS; i++) turnQueries.push(gen.query(QUERY_KINDS[i % QUERY_KINDS.length] as QueryKind, Math.floor((i * 1_234_567) % N)))
+const pre = await measurePreStep(storePath, turnQueries.slice(WARMUP), WARMUP)
+const prestep = summary(pre.overheadMs)
+log(`pre-step overhead over ${pre.overheadMs.length} turns: p50 ${prestep.p50_ms.toFixed(3)} ms  p99 ${prestep.p99_ms.toFixed(3)} ms; ` +
+  `${pre.injected}/${pre.turns} turns got notes`)
+
+const rssMb = process.resourceUsage().maxRSS / 1024
+log(`peak RSS ${rssMb.toFixed(0)} MB`)
+if (!args.keep) rmSync(dir, { recursive: true, force: true })
+
+const result = {
+  blocks: N,
+  commit_per_s: Math.round(commitPerS),
+  batch_commit_per_s: Math.round(batchCommitPerS),
+  db_mb: round(dbBytes / 2 ** 20, 1),
+  rss_mb: Math.round(rssMb),
+  recall,
+  baseline,
+  ratio_p50: round(ratioP50, 2),
+  prestep_p50_ms: prestep.p50_ms,
+  prestep_p99_ms: prestep.p99_ms,
+}
+if (args.json) console.log(JSON.stringify(result))

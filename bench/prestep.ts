@@ -1,0 +1,69 @@
+/**
+ * Measures what the plugin adds to every turn of a real dsh agent loop: the cost of its
+ * `agent/pre-step` listener (query extraction, recall with access recording, rendering and
+ * injection), on a store that already holds the benchmark corpus.
+ *
+ * Two timing listeners bracket ours in the waterfall: OUTER runs before it and INNER right after
+ * it, so OUTER's duration minus INNER's is exactly the time spent in our listener, per turn,
+ * whatever the rest of the loop costs.
+ */
+import { Context } from '@deepseek-ai/cordis'
+import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
+import AgentLoop from '@deepseek-ai/dsh-agent-loop'
+import { mountAgentLoopTestDependencies } from '@deepseek-ai/dsh-agent-loop-testkit'
+import { SessionId } from '@deepseek-ai/dsh-session'
+import * as plugin from '../lib/index.ts'
+import { ScriptedAdapter, reply, userMessage } from '../test/helpers/harness.ts'
+import { nowMs } from './stats.ts'
+
+/** Per-turn overhead samples (ms), and how many of all turns (warm-up included) got an injected recall. */
+export interface PreStepResult {
+  overheadMs: number[]
+  injected: number
+  turns: number
+}
+
+/** Runs `queries.length` turns (plus `warmup`) with the plugin mounted on `storePath`. */
+export async function measurePreStep(storePath: string, queries: readonly string[], warmup: number): Promise<PreStepResult> {
+  const adapter = new ScriptedAdapter([])
+  const ctx = new Context()
+  await mountAgentLoopTestDependencies(ctx)
+  await ctx.plugin(AgentLoop, { agents: [] })
+  let innerStart = 0
+  let innerMs = 0
+  // INNER: registered (prepend) before the plugin, so the plugin's prepended listener lands in front of it.
+  ctx.on('agent/pre-step', async (_payload, next): Promise<PreStepDecision> => {
+    innerStart = nowMs()
+    const decision = await next()
+    innerMs = nowMs() - innerStart
+    return decision
+  }, { prepend: true })
+  const fiber = await ctx.plugin(plugin, plugin.resolveConfig({ path: storePath }))
+  await fiber
+  ctx.llm.registerAdapter(['mock'], adapter)
+  const samples: number[] = []
+  let outerMs = 0
+  ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
+    const start = nowMs()
+    innerMs = Number.NaN
+    const decision = await next()
+    outerMs = nowMs() - start
+    if (payload.step === 1) samples.push(outerMs - innerMs)
+    return decision
+  }, { prepend: true })
+
+  const all = [...queries.slice(0, warmup), ...queries]
+  for (let i = 0; i < all.length; i++) {
+    adapter.requests.length = 0
+    ;(adapter as unknown as { script: unknown[] }).script.push(reply('好的。'))
+    const agent = ctx.agentLoop.create(SessionId(`bench-${i}`), { provider: 'mock', model: 'mock-1' })
+    agent.followup(userMessage(all[i]!))
+    await agent.whenIdle()
+  }
+  const stats = await ctx.stablemem.stats()
+  await fiber.dispose()
+  await ctx.fiber.dispose()
+  const overheadMs = samples.slice(warmup)
+  if (overheadMs.some((x) => !Number.isFinite(x) || x < 0)) throw new Error('pre-step timing listeners did not bracket the plugin')
+  return { overheadMs, injected: stats.injections, turns: all.length }
+}
