@@ -1,12 +1,12 @@
 import t from 'tap'
 import { abstentionOf, decisiveSymbols } from '../../lib/recall/abstain.ts'
 import { arbitrate, replacesValue } from '../../lib/recall/arbitration.ts'
-import { charOverlap, queryChars } from '../../lib/recall/char-overlap.ts'
+import { charOverlap, MAX_QUERY_CJK_CHARS, queryChars } from '../../lib/recall/char-overlap.ts'
 import { coverage } from '../../lib/recall/coverage.ts'
 import { matchAny } from '../../lib/recall/fts-query.ts'
 import { recallBlocks, specificTerms } from '../../lib/recall/recall.ts'
 import { applySceneContext } from '../../lib/recall/scene-context.ts'
-import { analyzeQuery, LAST_TURN_WEIGHT, queryTurns } from '../../lib/recall/symbols.ts'
+import { analyzeQuery, LAST_TURN_WEIGHT, MAX_TERM_WEIGHT, queryTurns } from '../../lib/recall/symbols.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 
 /**
@@ -58,6 +58,10 @@ t.test('character backoff: a note sharing a rare character of the query beats on
   t.same(queryChars('A: 花花\nB: 草\nA: 花', true), new Map([['花', 3], ['草', 1]]), 'transcript: turn-weighted, capped')
   t.same(queryChars('花花草', false), new Map([['花', 1], ['草', 1]]), 'one-line query: every character 1')
   t.equal(charOverlap(new Map(), ['花']), undefined, 'no CJK in the query: no blend')
+  const many = Array.from({ length: MAX_QUERY_CJK_CHARS + 50 }, (_, i) => String.fromCodePoint(0x4e00 + i)).join('')
+  const bounded = queryChars(`A: ${many}\nB: 好\nA: 丁`, true)
+  t.equal(bounded.size, MAX_QUERY_CJK_CHARS, 'a huge paste keeps a bounded number of characters')
+  t.equal(bounded.get('丁'), MAX_TERM_WEIGHT, 'the heaviest (here: repeated, in the last turn) are kept')
   t.same(charOverlap(new Map([['花', 1]]), ['一束花', '蛋糕']), [1, 0])
 })
 
