@@ -3,6 +3,7 @@ import type { BlockStore } from '../store/store.ts'
 import { scrubQuery } from '../text/normalize.ts'
 import { decisiveSymbols, markAbstained, type RecallHits } from './abstain.ts'
 import { arbitrate } from './arbitration.ts'
+import { CHAR_SHARE, charOverlap, queryChars } from './char-overlap.ts'
 import { COVERAGE_SHARE, coverage, weightedWords } from './coverage.ts'
 import { matchAny, matchPhrase } from './fts-query.ts'
 import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
@@ -24,6 +25,8 @@ const PIN_TIEBREAK = 0.01
 export interface RankingSwitches {
   /** IDF-weighted coverage of the query's Latin words (`coverage.ts`). */
   coverage?: boolean
+  /** Character backoff for CJK queries (`char-overlap.ts`). */
+  charOverlap?: boolean
   /** Scene context (`scene-context.ts`). */
   sceneContext?: boolean
   /** Time arbitration between conflicting notes (`arbitration.ts`). */
@@ -54,8 +57,9 @@ interface Candidate {
  *    Superseded blocks are dropped.
  * 3. Abstention: if the query names specific numeric strings and the store holds none of them,
  *    return no hits, marked with the reason (`abstain.ts`).
- * 4. Lexical score in [0, 1]: bm25 relative to the best candidate, blended with IDF-weighted
- *    coverage of the query's Latin words (`coverage.ts`).
+ * 4. Lexical score in [0, 1]: bm25 relative to the best candidate, blended with the share of the
+ *    query's CJK characters the note holds (`char-overlap.ts`) and with IDF-weighted coverage of
+ *    the query's Latin words (`coverage.ts`).
  * 5. A candidate containing an exact symbol as a whole token is pinned: 1 + 0.01 × (exact
  *    coverage + lexical) / 2, so it outranks every non-exact hit whatever the noise.
  * 6. Non-pinned scores are blended with their scene's context (`scene-context.ts`).
@@ -90,10 +94,12 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
   let best = 0
   for (const [rowid] of blocks) best = Math.min(best, bm25.get(rowid)!)
   const words = options.coverage === false ? [] : weightedWords(store, analysis)
+  const chars = options.charOverlap === false ? undefined : charOverlap(queryChars(text, analysis.transcript), blocks.map(([, b]) => b.text))
   const scored: Candidate[] = []
-  for (const [rowid, block] of blocks) {
+  for (const [i, [rowid, block]] of blocks.entries()) {
     const lower = block.text.toLowerCase()
-    const relative = best < 0 ? bm25.get(rowid)! / best : 0
+    const bm25Share = best < 0 ? bm25.get(rowid)! / best : 0
+    const relative = chars === undefined ? bm25Share : (1 - CHAR_SHARE) * bm25Share + CHAR_SHARE * chars[i]!
     const covered = coverage(words, lower)
     const lexical = covered === undefined ? relative : (1 - COVERAGE_SHARE) * relative + COVERAGE_SHARE * covered
     const exactMatched = analysis.exact.filter((s) => containsWhole(lower, s))

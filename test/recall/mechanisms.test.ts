@@ -1,11 +1,12 @@
 import t from 'tap'
 import { abstentionOf, decisiveSymbols } from '../../lib/recall/abstain.ts'
 import { arbitrate, replacesValue } from '../../lib/recall/arbitration.ts'
+import { charOverlap, MAX_QUERY_CJK_CHARS, queryChars } from '../../lib/recall/char-overlap.ts'
 import { coverage } from '../../lib/recall/coverage.ts'
 import { matchAny } from '../../lib/recall/fts-query.ts'
 import { recallBlocks, specificTerms } from '../../lib/recall/recall.ts'
 import { applySceneContext } from '../../lib/recall/scene-context.ts'
-import { analyzeQuery, LAST_TURN_WEIGHT, queryTurns } from '../../lib/recall/symbols.ts'
+import { analyzeQuery, LAST_TURN_WEIGHT, MAX_TERM_WEIGHT, queryTurns } from '../../lib/recall/symbols.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 
 /**
@@ -44,6 +45,24 @@ t.test('transcript: repeated terms and the last turn weigh more (listed repeated
   t.equal(recallBlocks(store, 'A: 我喜欢游泳\nB: 嗯\nA: 明天想去爬山', { topK: 2 })[0]?.text, '周末去香山爬山')
   // Mutation: swap which turn is last and the other note wins, so the order is the weighting's doing.
   t.equal(recallBlocks(store, 'A: 明天想去爬山\nB: 嗯\nA: 我喜欢游泳', { topK: 2 })[0]?.text, '周末去游泳馆游泳')
+})
+
+t.test('character backoff: a note sharing a rare character of the query beats one that does not', async (t) => {
+  const store = storeWith(['生日派对上收到一束花', '生日派对上吃了蛋糕', '明天去医院复查', '周会改到每周三下午'])
+  t.teardown(() => store.close())
+  // "小花" is no bigram of either note; only the character 花 ties the first note to the question.
+  const query = '生日派对上的小花很好看'
+  t.equal(recallBlocks(store, query, { topK: 2 })[0]?.text, '生日派对上收到一束花')
+  // Mutation: without character overlap, bm25 prefers the shorter note.
+  t.equal(recallBlocks(store, query, { topK: 2, charOverlap: false })[0]?.text, '生日派对上吃了蛋糕')
+  t.same(queryChars('A: 花花\nB: 草\nA: 花', true), new Map([['花', 3], ['草', 1]]), 'transcript: turn-weighted, capped')
+  t.same(queryChars('花花草', false), new Map([['花', 1], ['草', 1]]), 'one-line query: every character 1')
+  t.equal(charOverlap(new Map(), ['花']), undefined, 'no CJK in the query: no blend')
+  const many = Array.from({ length: MAX_QUERY_CJK_CHARS + 50 }, (_, i) => String.fromCodePoint(0x4e00 + i)).join('')
+  const bounded = queryChars(`A: ${many}\nB: 好\nA: 丁`, true)
+  t.equal(bounded.size, MAX_QUERY_CJK_CHARS, 'a huge paste keeps a bounded number of characters')
+  t.equal(bounded.get('丁'), MAX_TERM_WEIGHT, 'the heaviest (here: repeated, in the last turn) are kept')
+  t.same(charOverlap(new Map([['花', 1]]), ['一束花', '蛋糕']), [1, 0])
 })
 
 t.test('coverage: a note answering every asked word beats one repeating a single word', async (t) => {
