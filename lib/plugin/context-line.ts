@@ -20,6 +20,7 @@ export function contextLine(service: StableMem, toolName: string): string {
   if (reason !== undefined) return `Long-term memory (dsh-stablemem) is unavailable: ${reason}. Do not promise to remember anything.`
   const count = service.blockCount() ?? 0
   if (count === 0) return ''
+  const vectors = service.vectorHealthLine()
   return `Long-term memory (dsh-stablemem): ${count} note${count === 1 ? '' : 's'} stored; relevant ones are recalled with each user message. ` +
-    `Save durable facts with the ${toolName} tool.`
+    `Save durable facts with the ${toolName} tool.${vectors === '' ? '' : ` ${vectors}`}`
 }

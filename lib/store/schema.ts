@@ -47,6 +47,20 @@ export const MIGRATIONS: readonly string[] = [
     tokenize = 'porter unicode61 remove_diacritics 2'
   );
   `,
+  // v2: block vectors, one per (model, dims, block), as little-endian float32 blobs.
+  // `seq` orders writes so an in-memory index can load only what is new.
+  `
+  CREATE TABLE vectors (
+    seq        INTEGER PRIMARY KEY,
+    block_id   TEXT    NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+    model      TEXT    NOT NULL,
+    dims       INTEGER NOT NULL,
+    lang       TEXT    NOT NULL,
+    vector     BLOB    NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (model, dims, block_id)
+  );
+  `,
 ]
 
 /** The schema version this code writes and reads. */

@@ -1,0 +1,119 @@
+import type { BlockStore } from '../store/store.ts'
+import { centre, usableCentroid } from './centroid.ts'
+import { fromBlob } from './vector.ts'
+
+/** A nearest-neighbour hit: block id and cosine (centred when the centroid is in use). */
+export interface VectorHit {
+  id: string
+  score: number
+}
+
+/**
+ * Brute-force cosine search over one contiguous Float32Array per vector space (model, dims),
+ * loaded from the store once and then extended with only the vectors written since (by `seq`).
+ * Chosen over sqlite-vec by measurement (docs/embeddings.md): same order of latency, no native
+ * extension to ship. Rows are stored centred when the centroid is in use; a change of that
+ * decision reloads the space.
+ */
+export class VectorIndex {
+  readonly model: string
+  readonly dims: number
+  private data = new Float32Array(0)
+  private ids: string[] = []
+  private langs: string[] = []
+  private lastSeq = 0
+  private centroid: Float32Array | null = null
+
+  constructor(model: string, dims: number) {
+    this.model = model
+    this.dims = dims
+  }
+
+  /** Number of vectors loaded. */
+  get size(): number {
+    return this.ids.length
+  }
+
+  /** True when centring is in use. */
+  get centred(): boolean {
+    return this.centroid !== null
+  }
+
+  /** Loads vectors written since the last refresh; reloads everything if the centroid decision changed. */
+  refresh(store: BlockStore): void {
+    const centroid = usableCentroid(store, this.model, this.dims)
+    if (!sameVector(centroid, this.centroid)) {
+      this.centroid = centroid
+      this.data = new Float32Array(0)
+      this.ids = []
+      this.langs = []
+      this.lastSeq = 0
+    }
+    const dims = this.dims
+    for (const row of store.vectors.since(this.model, dims, this.lastSeq)) {
+      this.lastSeq = row.seq
+      let v = fromBlob(row.vector)
+      if (v.length !== dims) continue
+      if (this.centroid) v = centre(v, this.centroid)
+      const n = this.ids.length
+      if ((n + 1) * dims > this.data.length) {
+        const grown = new Float32Array(Math.max(dims * 1024, this.data.length * 2))
+        grown.set(this.data)
+        this.data = grown
+      }
+      this.data.set(v, n * dims)
+      this.ids.push(row.blockId)
+      this.langs.push(row.lang)
+    }
+  }
+
+  /** The `k` nearest blocks to a unit query vector whose language passes `allow`, best first. */
+  search(query: Float32Array, k: number, allow: (lang: string) => boolean): VectorHit[] {
+    if (query.length !== this.dims || k <= 0) return []
+    const q = this.centroid ? centre(query, this.centroid) : query
+    const dims = this.dims
+    const data = this.data
+    const n = this.ids.length
+    const topIdx = new Int32Array(k).fill(-1)
+    const topScore = new Float64Array(k).fill(-Infinity)
+    let worst = -Infinity
+    for (let r = 0, off = 0; r < n; r++, off += dims) {
+      let s = 0
+      for (let i = 0; i < dims; i++) s += data[off + i]! * q[i]!
+      if (!(s > worst)) continue
+      if (!allow(this.langs[r]!)) continue
+      let j = k - 1
+      while (j > 0 && topScore[j - 1]! < s) {
+        topScore[j] = topScore[j - 1]!
+        topIdx[j] = topIdx[j - 1]!
+        j--
+      }
+      topScore[j] = s
+      topIdx[j] = r
+      worst = topScore[k - 1]!
+    }
+    const out: VectorHit[] = []
+    for (let j = 0; j < k && topIdx[j]! >= 0; j++) out.push({ id: this.ids[topIdx[j]!]!, score: topScore[j]! })
+    return out
+  }
+}
+
+const indexes = new WeakMap<BlockStore, Map<string, VectorIndex>>()
+
+/** The (cached, refreshed) index of one vector space of a store. */
+export function vectorIndexFor(store: BlockStore, model: string, dims: number): VectorIndex {
+  let perStore = indexes.get(store)
+  if (!perStore) indexes.set(store, perStore = new Map())
+  const key = `${dims}\u0000${model}`
+  let index = perStore.get(key)
+  if (!index) perStore.set(key, index = new VectorIndex(model, dims))
+  index.refresh(store)
+  return index
+}
+
+function sameVector(a: Float32Array | null, b: Float32Array | null): boolean {
+  if (a === null || b === null) return a === b
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}

@@ -1,0 +1,73 @@
+import t from 'tap'
+import { backfillVectors } from '../../lib/embed/backfill.ts'
+import { HttpEmbedder } from '../../lib/embed/http.ts'
+import { recallBlocks } from '../../lib/recall/recall.ts'
+import { recallBlocksHybrid } from '../../lib/recall/hybrid.ts'
+import { BlockStore } from '../../lib/store/store.ts'
+import { tempStorePath } from '../helpers/harness.ts'
+import { startHashServer, startModelServer } from './servers.ts'
+
+const NOTES = [
+  'Alice adopted a golden retriever puppy named Biscuit.',
+  'The billing service listens on port 8499.',
+  'We moved the database to Postgres 16 last week.',
+  'My sister lives in Lisbon and teaches chemistry.',
+  'The deploy script is at /opt/deploy/run.sh.',
+  'I bought a new road bike for the summer races.',
+  '服务器的公网地址是 10.3.7.9',
+]
+
+t.test('real USE-lite model over HTTP: vectors answer what words cannot, and never outrank an exact symbol', async (t) => {
+  const server = await startModelServer()
+  t.teardown(() => server.close())
+  const store = new BlockStore(tempStorePath())
+  t.teardown(() => store.close())
+  store.commitMany(NOTES.map((text) => ({ text })))
+  const embedder = new HttpEmbedder({ baseUrl: server.url, model: 'use-lite', languages: ['en'] })
+  const progress: Array<{ done: number, total: number }> = []
+  const result = await backfillVectors(store, embedder, { batchSize: 3, onProgress: (p) => progress.push(p) })
+  t.same(result, { done: NOTES.length, total: NOTES.length })
+  t.same(progress.map((p) => p.done), [3, 6, 7], 'progress after every batch')
+  t.equal(embedder.dims, 512, 'dims learned from the first answer')
+  t.equal(store.vectors.count('use-lite', 512), NOTES.length)
+  t.same((await backfillVectors(store, embedder)).done, 0, 'a second backfill has nothing to do')
+
+  const query = 'Which sport equipment did I buy?'
+  t.same(recallBlocks(store, query), [], 'lexical recall finds nothing')
+  const hybrid = await recallBlocksHybrid(store, embedder, query, { topK: 3, budgetMs: 60_000 })
+  t.equal(hybrid.degraded, undefined, 'vectors took part')
+  t.equal(hybrid[0]?.text, NOTES[5], 'the bike note comes first')
+
+  const pet = await recallBlocksHybrid(store, embedder, 'What kind of pet does she have?', { topK: 3, budgetMs: 60_000 })
+  t.equal(pet[0]?.text, NOTES[0])
+
+  const pinned = await recallBlocksHybrid(store, embedder, 'What kind of pet listens on port 8499?', { topK: 3, budgetMs: 60_000 })
+  t.equal(pinned.degraded, undefined)
+  t.equal(pinned[0]?.text, NOTES[1], 'the exact-symbol hit stays first')
+  t.ok(pinned[0]!.exact && pinned[0]!.score >= 1 && pinned.slice(1).every((h) => h.score < 1), 'pin above every fused score')
+
+  const zh = await recallBlocksHybrid(store, embedder, '服务器的公网地址是多少？', { topK: 3, budgetMs: 60_000 })
+  t.equal(zh.degraded, 'language_gated', 'an English model is gated out of a Chinese query')
+  t.same(zh, recallBlocks(store, '服务器的公网地址是多少？', { topK: 3 }), 'exactly the lexical result')
+  t.notOk(Object.keys(zh).includes('degraded'), 'degraded is not enumerable')
+  t.notOk(hybrid.some((h) => h.text === NOTES[6]), 'a Chinese note never enters an English vector search')
+})
+
+t.test('changing the model never mixes vectors of two models', async (t) => {
+  const server = await startHashServer(32)
+  t.teardown(() => server.close())
+  const store = new BlockStore(tempStorePath())
+  t.teardown(() => store.close())
+  store.commitMany(NOTES.slice(0, 4).map((text) => ({ text })))
+  const a = new HttpEmbedder({ baseUrl: server.url, model: 'model-a', dims: 32 })
+  const b = new HttpEmbedder({ baseUrl: server.url, model: 'model-b', dims: 32 })
+  await backfillVectors(store, a)
+  const before = await recallBlocksHybrid(store, b, 'golden puppy', { budgetMs: 60_000 })
+  t.equal(before.degraded, 'no_vectors', 'model-b sees none of model-a\'s vectors')
+  const progress = await backfillVectors(store, b)
+  t.equal(progress.done, 4, 'the backfill embeds every block again for the new model')
+  t.equal(store.vectors.count('model-a', 32), 4)
+  t.equal(store.vectors.count('model-b', 32), 4)
+  const after = await recallBlocksHybrid(store, b, 'golden puppy', { budgetMs: 60_000 })
+  t.equal(after.degraded, undefined)
+})
