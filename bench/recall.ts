@@ -1,0 +1,208 @@
+/**
+ * `npm run bench:recall -- --data <dir> [--mode scoped|global] [--k 5,10] [--json]`
+ *
+ * Builds fresh stores from a retrieval set through the package's own commit path
+ * (`BlockStore.commitMany`; one store per scope in scoped mode), runs every query through the
+ * recall the injection uses (`recallBlocksHybrid(store, null, …)`, as the service calls it), and
+ * prints per-category tables beside same-run FTS5 BM25 floors (see `recall/floors.ts`). With
+ * `--json` the last line is one JSON object. A hybrid recall can be plugged in through
+ * `runRecallBench(…, { recall })` without touching the measuring code.
+ */
+import { performance } from 'node:perf_hooks'
+import { isAbstention } from '../lib/recall/abstain.ts'
+import { recallBlocksHybrid } from '../lib/recall/hybrid.ts'
+import type { Hit } from '../lib/recall/types.ts'
+import { BlockStore } from '../lib/store/store.ts'
+import { EvalSetError, readEvalSet, type EvalBlock, type EvalSet } from './recall/eval-set.ts'
+import { FLOORS, FloorIndex, type FloorName } from './recall/floors.ts'
+import { byCategory, metrics, quantile, round, type Metrics, type Outcome } from './recall/metrics.ts'
+
+/** A recall under test: what the bench calls once per query. */
+export type RecallFn = (store: BlockStore, query: string, options: { topK: number }) => Hit[] | Promise<Hit[]>
+
+/** What one bench run measures. */
+export interface BenchOptions {
+  mode: 'scoped' | 'global'
+  ks: number[]
+  /** The recall under test; default: the service's `recallBlocksHybrid(store, null, …)` with access recording. */
+  recall?: RecallFn
+  /** Name of the recall under test in the tables. */
+  label?: string
+}
+
+/** The result object; its JSON form is the bench's last line. */
+export type BenchResult = Record<string, unknown>
+
+/** Metrics of one system, overall and per category. */
+interface Scored {
+  overall: Metrics
+  byCategory: Record<string, Metrics>
+}
+
+/** The recall the plugin injects with: the service path, which records accesses. */
+export const serviceRecall: RecallFn = (store, query, options) => recallBlocksHybrid(store, null, query, { topK: options.topK, recordAccess: true })
+
+/** Runs one set in one mode; returns the JSON object and the human-readable tables. */
+export async function runRecallBench(set: EvalSet, options: BenchOptions): Promise<{ result: BenchResult, tables: string }> {
+  const recall = options.recall ?? serviceRecall
+  const ks = [...new Set([...options.ks, 5, 10])].sort((a, b) => a - b)
+  const depth = Math.max(...ks, 10)
+  const groups = partition(set, options.mode)
+  const ours: Outcome[] = []
+  const floors = new Map<FloorName, Outcome[]>(FLOORS.map((f) => [f, []]))
+  const latencies: number[] = []
+  let abstained = 0
+  for (const [scope, blocks] of groups) {
+    const queries = set.queries.filter((q) => options.mode === 'global' || q.scope === scope)
+    const { store, evalIds } = buildStore(blocks)
+    try {
+      for (const q of queries) {
+        const started = performance.now()
+        const hits = await recall(store, q.query, { topK: depth })
+        latencies.push(performance.now() - started)
+        if (isAbstention(hits)) abstained++
+        ours.push({ category: q.category, gold: q.gold, ranked: hits.flatMap((h) => evalIds.get(h.id) ?? [h.id]) })
+      }
+    } finally {
+      store.close()
+    }
+    for (const floor of FLOORS) {
+      const index = new FloorIndex(floor, blocks)
+      for (const q of queries) floors.get(floor)!.push({ category: q.category, gold: q.gold, ranked: index.search(q.query, depth) })
+      index.close()
+    }
+  }
+  const score = (outcomes: Outcome[]): Scored => ({ overall: metrics(outcomes, ks), byCategory: byCategory(outcomes, ks) })
+  const oursScored = score(ours)
+  const floorScored = new Map(FLOORS.map((f) => [f, score(floors.get(f)!)]))
+  const result: BenchResult = {
+    dataset: set.name,
+    mode: options.mode,
+    ...oursScored.overall,
+    p50_ms: round(quantile(latencies, 0.5)),
+    p99_ms: round(quantile(latencies, 0.99)),
+    by_category: oursScored.byCategory,
+    recall: options.label ?? 'recallBlocksHybrid(store, null) = recallBlocks',
+    blocks: set.blocks.length,
+    stores: groups.size,
+    abstained,
+    wrongful_abstention_rate: round(abstained / ours.length),
+    floors: Object.fromEntries(FLOORS.map((f) => [f, { ...floorScored.get(f)!.overall, by_category: floorScored.get(f)!.byCategory }])),
+  }
+  const title = `${set.name} · ${options.mode} · ${ours.length} queries · ${set.blocks.length} blocks in ${groups.size} store(s) · ` +
+    `p50 ${result.p50_ms} ms · p99 ${result.p99_ms} ms · abstained ${abstained}`
+  return { result, tables: renderTables(title, oursScored, floorScored, ks) }
+}
+
+/**
+ * One store's blocks per scope (scoped) or all blocks (global). Duplicated texts collapse to one
+ * block in the store (content addressing); the bench maps every gold id of such a text to it.
+ */
+function partition(set: EvalSet, mode: 'scoped' | 'global'): Map<string, EvalBlock[]> {
+  const groups = new Map<string, EvalBlock[]>()
+  for (const b of set.blocks) {
+    const key = mode === 'global' ? '' : b.scope
+    const list = groups.get(key) ?? []
+    list.push(b)
+    groups.set(key, list)
+  }
+  if (mode === 'scoped') {
+    for (const q of set.queries) {
+      if (!groups.has(q.scope)) throw new EvalSetError(`query ${q.qid}: scope ${JSON.stringify(q.scope)} has no blocks (scoped mode)`)
+    }
+  }
+  return groups
+}
+
+/**
+ * A fresh in-memory store filled through `commitMany`, one transaction per distinct block time,
+ * the clock set to that time so creation times (recall's recency tie-break) follow the data.
+ * Store ids are content hashes; `evalIds` maps each back to the set's ids (several when the set
+ * holds the same text twice, which the store keeps once).
+ */
+function buildStore(blocks: readonly EvalBlock[]): { store: BlockStore, evalIds: Map<string, string[]> } {
+  let clock = 0
+  const store = new BlockStore(':memory:', { now: () => clock })
+  const evalIds = new Map<string, string[]>()
+  const ordered = blocks.map((b, i) => ({ b, i, t: timeOf(b.time, i) })).sort((x, y) => x.t - y.t || x.i - y.i)
+  for (let start = 0; start < ordered.length;) {
+    let end = start
+    while (end < ordered.length && ordered[end]!.t === ordered[start]!.t) end++
+    clock = ordered[start]!.t
+    const results = store.commitMany(ordered.slice(start, end).map(({ b }) => ({ text: b.text, source: 'bench' })))
+    results.forEach((r, j) => evalIds.set(r.id, [...(evalIds.get(r.id) ?? []), ordered[start + j]!.b.id]))
+    start = end
+  }
+  return { store, evalIds }
+}
+
+function timeOf(time: string, index: number): number {
+  const parsed = Date.parse(time)
+  return Number.isFinite(parsed) ? parsed : index
+}
+
+/** One table per category (overall first): our row, then each floor's. */
+function renderTables(title: string, ours: Scored, floors: Map<FloorName, Scored>, ks: number[]): string {
+  const row = (label: string, m: Metrics) =>
+    `${label.padEnd(12)} ${ks.map((k) => fmt(m[`recall@${k}`])).join(' ')} ${fmt(m['hit@5'])} ${fmt(m['mrr@10'])}`
+  const head = `${'system'.padEnd(12)} ${ks.map((k) => `R@${k}`.padStart(5)).join(' ')}  hit@5 MRR@10`
+  const lines = [title]
+  for (const category of ['(all)', ...Object.keys(ours.byCategory)]) {
+    const pick = (s: Scored) => category === '(all)' ? s.overall : s.byCategory[category]!
+    lines.push('', `${category} (n=${pick(ours).n})`, head, row('ours', pick(ours)))
+    for (const [floor, scored] of floors) lines.push(row(floor, pick(scored)))
+  }
+  return lines.join('\n')
+}
+
+function fmt(value: number | undefined): string {
+  return (value ?? 0).toFixed(3).padStart(5)
+}
+
+interface CliArgs {
+  data: string
+  mode: 'scoped' | 'global' | undefined
+  ks: number[]
+  json: boolean
+}
+
+function parseArgs(argv: readonly string[]): CliArgs {
+  const args: CliArgs = { data: '', mode: undefined, ks: [5, 10], json: false }
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]!
+    const value = () => {
+      const v = argv[++i]
+      if (v === undefined) throw new EvalSetError(`${flag} needs a value`)
+      return v
+    }
+    if (flag === '--data') args.data = value()
+    else if (flag === '--json') args.json = true
+    else if (flag === '--mode') {
+      const mode = value()
+      if (mode !== 'scoped' && mode !== 'global') throw new EvalSetError(`--mode must be scoped or global, not ${JSON.stringify(mode)}`)
+      args.mode = mode
+    } else if (flag === '--k') {
+      args.ks = value().split(',').map((s) => Number(s.trim()))
+      if (args.ks.some((k) => !Number.isInteger(k) || k < 1 || k > 100)) throw new EvalSetError('--k must be a comma list of integers 1…100, e.g. 5,10')
+    } else throw new EvalSetError(`unknown option ${flag} (usage: --data <dir> [--mode scoped|global] [--k 5,10] [--json])`)
+  }
+  if (args.data === '') throw new EvalSetError('--data <dir> is required (a folder with corpus.jsonl and queries.jsonl)')
+  return args
+}
+
+async function main(): Promise<void> {
+  try {
+    const args = parseArgs(process.argv.slice(2))
+    const set = readEvalSet(args.data)
+    const mode = args.mode ?? (set.scopes.length > 1 ? 'scoped' : 'global')
+    const { result, tables } = await runRecallBench(set, { mode, ks: args.ks })
+    process.stdout.write(`${tables}\n`)
+    if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`)
+  } catch (error) {
+    if (!(error instanceof EvalSetError)) throw error
+    process.stderr.write(`bench:recall: ${error.message}\n`)
+    process.exitCode = 1
+  }
+}
+
+if (import.meta.main) await main()

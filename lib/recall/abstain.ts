@@ -1,0 +1,57 @@
+import type { Hit } from './types.ts'
+
+/**
+ * Abstention (HologramAgent spec §4): when a query names a specific exact string — a port,
+ * version, IP, path, id — that no stored block contains, the honest answer is "the memory store
+ * has no record of it", not the nearest unrelated notes. The criterion is symbol existence, a
+ * deterministic fact, never a score threshold. It is deliberately one-sided: a query without such
+ * a string (vague, purely Chinese, purely descriptive) never abstains, because a wrong refusal
+ * costs more than a weak hit.
+ */
+
+/** Why recall abstained: the query's specific strings, none of which any block contains. */
+export interface Abstention {
+  /** The specific exact strings the query names (all absent from the store). */
+  missing: string[]
+  /** Content words of the query that the store does mention (for the "only mentions … in general" notice). */
+  mentioned: string[]
+}
+
+/** A hit list that may carry a non-enumerable `abstained` reason (then it is empty). */
+export type RecallHits = Hit[] & { readonly abstained?: Abstention }
+
+/**
+ * Words that point back at something said earlier ("that one", "last time"). A query holding one
+ * may name a string only loosely, so it never abstains (spec §4.2's vague-pointer list).
+ */
+export const VAGUE_POINTERS: readonly string[] = [
+  '那个', '这个', '那些', '这些', '它们', '他们', '它', '之前', '以前', '当时', '刚才', '上次', '前面', '还有', '另外', '别的',
+]
+
+/** A four-digit year (1900–2099): times live in block metadata as often as in text, so a year alone proves nothing. */
+const YEAR = /^(19|20)\d\d$/
+
+/**
+ * The exact strings of a query that can decide abstention: two or more characters, not a bare
+ * year, and only when the query holds no vague pointer. Empty means "never abstain".
+ */
+export function decisiveSymbols(query: string, exact: readonly string[]): string[] {
+  if (VAGUE_POINTERS.some((p) => query.includes(p))) return []
+  return exact.filter((s) => Array.from(s).length >= 2 && !YEAR.test(s))
+}
+
+/** Marks an (empty) hit list as an abstention, non-enumerably, so JSON and deep equality still see `[]`. */
+export function markAbstained(hits: Hit[], reason: Abstention): RecallHits {
+  Object.defineProperty(hits, 'abstained', { value: reason, enumerable: false, configurable: true })
+  return hits
+}
+
+/** The abstention reason of a recall result, if it abstained. */
+export function abstentionOf(hits: readonly Hit[]): Abstention | undefined {
+  return (hits as RecallHits).abstained
+}
+
+/** True when recall abstained rather than found nothing or something. */
+export function isAbstention(hits: readonly Hit[]): boolean {
+  return abstentionOf(hits) !== undefined
+}
