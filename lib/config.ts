@@ -35,7 +35,7 @@ export const EmbedConfig: Schema<EmbedConfig> = Schema.object({
   model: Schema.string().default('')
     .description('Embedding model name sent with every request and stored with every vector; changing it starts a new vector set (run the backfill).'),
   apiKey: Schema.string().role('secret').default('')
-    .description('API key sent as a bearer token. Prefer `apiKeyEnv` so the key stays out of config files.'),
+    .description('API key of the endpoint. Prefer `apiKeyEnv` so the key stays out of config files.'),
   apiKeyEnv: Schema.string().pattern(/^[A-Za-z_][A-Za-z0-9_]*$|^$/).default('')
     .description('Name of the environment variable holding the API key, read when the plugin starts (used when `apiKey` is empty).'),
   dims: Schema.natural().max(65_536).default(0)

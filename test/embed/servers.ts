@@ -12,15 +12,18 @@ export interface LocalServer {
   url: string
   /** Requests received so far. */
   requests: number
+  /** Headers of the last request. */
+  lastHeaders: IncomingMessage['headers'] | undefined
   close(): Promise<void>
 }
 
 type Handler = (inputs: string[], req: IncomingMessage, res: ServerResponse) => void | Promise<void>
 
 async function listen(handler: Handler): Promise<LocalServer & { server: Server }> {
-  const state = { requests: 0 }
+  const state = { requests: 0, lastHeaders: undefined as IncomingMessage['headers'] | undefined }
   const server = createServer((req, res) => {
     state.requests++
+    state.lastHeaders = req.headers
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
@@ -41,6 +44,7 @@ async function listen(handler: Handler): Promise<LocalServer & { server: Server 
     server,
     url: `http://127.0.0.1:${port}/v1`,
     get requests() { return state.requests },
+    get lastHeaders() { return state.lastHeaders },
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }),
   }
 }
