@@ -26,6 +26,7 @@ export interface EmbedConfig {
   timeoutMs: number
   batchSize: number
   recallBudgetMs: number
+  minCosine: number
 }
 
 /** Schema of `embed:`; every field has a default, so the whole block may be omitted. */
@@ -48,6 +49,8 @@ export const EmbedConfig: Schema<EmbedConfig> = Schema.object({
     .description('Texts per embeddings request.'),
   recallBudgetMs: Schema.natural().min(10).max(10_000).default(300)
     .description('How long recall waits for the query vector, in ms; when it runs out the turn gets the lexical result.'),
+  minCosine: Schema.number().min(-1).max(1).default(0.2)
+    .description('Vector candidates whose cosine to the query is below this are ignored, so an unrelated note is never recalled on vector rank alone.'),
 })
 
 /**

@@ -118,7 +118,7 @@ export class StableMem extends Service {
    */
   async recall(query: string, options: { topK?: number } = {}): Promise<Hit[]> {
     const hits = await recallBlocksHybrid(this.open(), this.embedder, query, {
-      topK: options.topK, recordAccess: true, budgetMs: this.config.embed.recallBudgetMs,
+      topK: options.topK, recordAccess: true, budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
     })
     this.lastDegraded = hits.degraded
     if (hits.degraded) this.degradedCounts[hits.degraded]++

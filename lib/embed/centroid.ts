@@ -35,11 +35,15 @@ export function refreshCentroid(store: BlockStore, model: string, dims: number):
   if (stored && stored.sampleCount > 0 && Math.abs(count - stored.sampleCount) / stored.sampleCount <= REBUILD_RATIO) return false
   const sum = new Float64Array(dims)
   let n = 0
-  for (const row of store.vectors.since(model, dims, 0)) {
-    const v = fromBlob(row.vector)
-    if (v.length !== dims) continue
-    for (let i = 0; i < dims; i++) sum[i]! += v[i]!
-    n++
+  let after = 0
+  for (let page = store.vectors.since(model, dims, 0, 4096); page.length > 0; page = store.vectors.since(model, dims, after, 4096)) {
+    for (const row of page) {
+      after = row.seq
+      const v = fromBlob(row.vector)
+      if (v.length !== dims) continue
+      for (let i = 0; i < dims; i++) sum[i]! += v[i]!
+      n++
+    }
   }
   if (n === 0) return false
   const mean = new Float32Array(dims)

@@ -1,6 +1,9 @@
 import type { BlockStore } from '../store/store.ts'
+import type { StoredVector } from '../store/vectors.ts'
 import { centre, usableCentroid } from './centroid.ts'
-import { fromBlob } from './vector.ts'
+
+/** Rows read per query while loading. */
+const PAGE = 4096
 
 /** A nearest-neighbour hit: block id and cosine (centred when the centroid is in use). */
 export interface VectorHit {
@@ -50,21 +53,27 @@ export class VectorIndex {
       this.lastSeq = 0
     }
     const dims = this.dims
-    for (const row of store.vectors.since(this.model, dims, this.lastSeq)) {
-      this.lastSeq = row.seq
-      let v = fromBlob(row.vector)
-      if (v.length !== dims) continue
-      if (this.centroid) v = centre(v, this.centroid)
-      const n = this.ids.length
-      if ((n + 1) * dims > this.data.length) {
-        const grown = new Float32Array(Math.max(dims * 1024, this.data.length * 2))
-        grown.set(this.data)
-        this.data = grown
-      }
-      this.data.set(v, n * dims)
-      this.ids.push(row.blockId)
-      this.langs.push(row.lang)
+    for (let page = store.vectors.since(this.model, dims, this.lastSeq, PAGE); page.length > 0; page = store.vectors.since(this.model, dims, this.lastSeq, PAGE)) {
+      for (const row of page) this.append(row)
     }
+  }
+
+  /** Copies one stored row into the contiguous array (centred when the centroid is in use). */
+  private append(row: StoredVector): void {
+    const dims = this.dims
+    const bytesPerRow = dims * 4
+    this.lastSeq = row.seq
+    if (row.vector.byteLength !== bytesPerRow) return
+    const n = this.ids.length
+    if ((n + 1) * dims > this.data.length) {
+      const grown = new Float32Array(Math.max(dims * 1024, this.data.length * 2))
+      grown.set(this.data)
+      this.data = grown
+    }
+    new Uint8Array(this.data.buffer, n * bytesPerRow, bytesPerRow).set(row.vector)
+    if (this.centroid) this.data.set(centre(this.data.subarray(n * dims, (n + 1) * dims), this.centroid), n * dims)
+    this.ids.push(row.blockId)
+    this.langs.push(row.lang)
   }
 
   /** The `k` nearest blocks to a unit query vector whose language passes `allow`, best first. */

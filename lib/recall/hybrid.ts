@@ -23,12 +23,16 @@ export interface HybridOptions extends RecallOptions {
   vectorWeight?: number
   /** Candidates taken from each path before fusion (default 100). */
   candidates?: number
+  /** Vector candidates below this cosine are ignored, so an unrelated note never rides in on rank alone (default 0.2). */
+  minCosine?: number
 }
 
 /** Default wait for the query vector. */
 export const DEFAULT_BUDGET_MS = 300
 /** Default fusion, chosen on the dev sets (docs/embeddings.md "Fusion"). */
 export const DEFAULT_FUSION: FusionMethod = 'rrf'
+/** Default floor for a vector candidate's cosine. */
+export const DEFAULT_MIN_COSINE = 0.2
 const RRF_K = 60
 const DEFAULT_CANDIDATES = 100
 
@@ -62,7 +66,8 @@ export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder |
   const candidates = options.candidates ?? DEFAULT_CANDIDATES
   const lexHits = recallBlocks(store, query, { topK: candidates })
   const allow = (lang: string) => lang === 'und' || embedder.languages.includes(lang)
-  const vecHits = index.search(queryVector, candidates, allow)
+  const minCosine = options.minCosine ?? DEFAULT_MIN_COSINE
+  const vecHits = index.search(queryVector, candidates, allow).filter((h) => h.score >= minCosine)
   const hits = fuse(store, lexHits, vecHits, options).slice(0, clampTopK(options.topK))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))
   return hits

@@ -60,6 +60,7 @@ export const MIGRATIONS: readonly string[] = [
     created_at INTEGER NOT NULL,
     UNIQUE (model, dims, block_id)
   );
+  CREATE INDEX vectors_space_seq ON vectors(model, dims, seq);
   `,
 ]
 

@@ -53,13 +53,11 @@ export class VectorTable {
     })
   }
 
-  /** Vectors of one space written after `afterSeq`, oldest first (lazily, for large loads). */
-  since(model: string, dims: number, afterSeq: number): Iterable<StoredVector> {
-    const rows = this.host.stmt('vec.since', 'SELECT seq, block_id, lang, vector FROM vectors WHERE model = ? AND dims = ? AND seq > ? ORDER BY seq')
-      .iterate(model, dims, afterSeq) as Iterable<{ seq: number, block_id: string, lang: string, vector: Uint8Array }>
-    return (function* () {
-      for (const r of rows) yield { seq: Number(r.seq), blockId: r.block_id, lang: r.lang, vector: r.vector }
-    })()
+  /** Up to `limit` vectors of one space written after `afterSeq`, oldest first (page through large loads). */
+  since(model: string, dims: number, afterSeq: number, limit: number): StoredVector[] {
+    const rows = this.host.stmt('vec.since', 'SELECT seq, block_id, lang, vector FROM vectors WHERE model = ? AND dims = ? AND seq > ? ORDER BY seq LIMIT ?')
+      .all(model, dims, afterSeq, limit) as Array<{ seq: number, block_id: string, lang: string, vector: Uint8Array }>
+    return rows.map((r) => ({ seq: Number(r.seq), blockId: r.block_id, lang: r.lang, vector: r.vector }))
   }
 
   /** Up to `limit` blocks after `afterRowid` that have no vector in this space, by rowid. */

@@ -4,7 +4,8 @@ import { HttpEmbedder } from '../../lib/embed/http.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { recallBlocksHybrid } from '../../lib/recall/hybrid.ts'
 import { BlockStore } from '../../lib/store/store.ts'
-import { tempStorePath } from '../helpers/harness.ts'
+import { resolveConfig } from '../../lib/config.ts'
+import { boot, injected, realBatch, reply, tempStorePath, toolCall } from '../helpers/harness.ts'
 import { startHashServer, startModelServer } from './servers.ts'
 
 const NOTES = [
@@ -70,4 +71,32 @@ t.test('changing the model never mixes vectors of two models', async (t) => {
   t.equal(store.vectors.count('model-b', 32), 4)
   const after = await recallBlocksHybrid(store, b, 'golden puppy', { budgetMs: 60_000 })
   t.equal(after.degraded, undefined)
+})
+
+t.test('the plugin with a real embedder: the tool commits at once, the vector follows, and a paraphrased question gets the note injected', async (t) => {
+  const server = await startModelServer()
+  t.teardown(() => server.close())
+  const embed = { ...resolveConfig().embed, baseUrl: server.url, model: 'use-lite', recallBudgetMs: 10_000 }
+  const h = await boot({ path: tempStorePath(), embed }, [
+    toolCall('c1', 'stablemem_commit', { text: 'I bought a new road bike for the summer races.' }),
+    reply('saved'),
+    toolCall('c2', 'stablemem_commit', { text: 'Alice adopted a golden retriever puppy named Biscuit.' }),
+    reply('saved'),
+    reply('a road bike'),
+  ])
+  t.teardown(() => h.dispose())
+  await h.turn('remember that I bought a road bike')
+  await h.turn('remember Alice\'s puppy')
+  await h.ctx.stablemem.vectorsIdle()
+  t.equal((await h.ctx.stablemem.stats()).vectors?.stored, 2, 'both notes have vectors after commit')
+  await h.turn(realBatch('Which sport equipment did I buy?')[0]!)
+  t.same(h.errors, [])
+  const ours = injected(h.adapter.requests[4]!)
+  t.equal(ours.length, 1, 'one recall message')
+  const text = ours[0]!.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+  t.match(text, /road bike/)
+  t.notMatch(text, /retriever/, 'the unrelated note stays out (below minCosine)')
+  const stats = await h.ctx.stablemem.stats()
+  t.ok(stats.hybridRecalls >= 1, 'vectors took part in the pre-step recall')
+  t.equal(stats.vectors?.failures, 0)
 })
