@@ -3,7 +3,7 @@
  *
  * Chooses the fusion formula by measurement: on every given set and mode it runs the recall bench
  * for the lexical recall and for the hybrid recall with each fusion (HologramAgent 0.7/0.3,
- * fixed weights 0.3/0.5/0.7, reciprocal-rank fusion), all in one process against one embedding
+ * fixed weights 0.2…0.5, reciprocal-rank fusion at vector weights 0.5 and 0.3), all in one process against one embedding
  * endpoint (corpus and queries are embedded once and reused), and prints R@5 / R@10 / MRR@10 per
  * variant. The last line is one JSON object.
  */
@@ -14,10 +14,12 @@ import { benchEmbedder, hybridRecallFn, type HybridBenchOptions } from './recall
 const VARIANTS: Array<{ name: string, fusion?: HybridBenchOptions['fusion'], vectorWeight?: number }> = [
   { name: 'lexical' },
   { name: 'ha 0.7/0.3', fusion: 'ha' },
+  { name: 'weighted 0.2', fusion: 'weighted', vectorWeight: 0.2 },
   { name: 'weighted 0.3', fusion: 'weighted', vectorWeight: 0.3 },
+  { name: 'weighted 0.4', fusion: 'weighted', vectorWeight: 0.4 },
   { name: 'weighted 0.5', fusion: 'weighted', vectorWeight: 0.5 },
-  { name: 'weighted 0.7', fusion: 'weighted', vectorWeight: 0.7 },
-  { name: 'rrf k=60', fusion: 'rrf' },
+  { name: 'rrf 0.5', fusion: 'rrf', vectorWeight: 0.5 },
+  { name: 'rrf 0.3', fusion: 'rrf', vectorWeight: 0.3 },
 ]
 
 async function main(): Promise<void> {

@@ -23,6 +23,7 @@ export class VectorIndex {
   readonly dims: number
   private data = new Float32Array(0)
   private ids: string[] = []
+  private rowOf = new Map<string, number>()
   private langs: string[] = []
   private lastSeq = 0
   private centroid: Float32Array | null = null
@@ -49,6 +50,7 @@ export class VectorIndex {
       this.centroid = centroid
       this.data = new Float32Array(0)
       this.ids = []
+      this.rowOf = new Map()
       this.langs = []
       this.lastSeq = 0
     }
@@ -72,8 +74,28 @@ export class VectorIndex {
     }
     new Uint8Array(this.data.buffer, n * bytesPerRow, bytesPerRow).set(row.vector)
     if (this.centroid) this.data.set(centre(this.data.subarray(n * dims, (n + 1) * dims), this.centroid), n * dims)
+    this.rowOf.set(row.blockId, n)
     this.ids.push(row.blockId)
     this.langs.push(row.lang)
+  }
+
+  /**
+   * Cosine of the query to each of these blocks (same centring as `search`); blocks without a
+   * vector, or whose language fails `allow`, are left out.
+   */
+  scoreIds(query: Float32Array, ids: readonly string[], allow: (lang: string) => boolean): Map<string, number> {
+    const out = new Map<string, number>()
+    if (query.length !== this.dims) return out
+    const q = this.centroid ? centre(query, this.centroid) : query
+    const dims = this.dims
+    for (const id of ids) {
+      const r = this.rowOf.get(id)
+      if (r === undefined || !allow(this.langs[r]!)) continue
+      let s = 0
+      for (let i = 0, off = r * dims; i < dims; i++) s += this.data[off + i]! * q[i]!
+      out.set(id, s)
+    }
+    return out
   }
 
   /** The `k` nearest blocks to a unit query vector whose language passes `allow`, best first. */

@@ -9,7 +9,8 @@ import type { DegradedReason, Hit, HybridHits, RecallOptions } from './types.ts'
  * How lexical and vector candidates become one score (non-exact hits; exact-symbol hits stay pinned):
  * - `ha`: HologramAgent's 0.7 × cosine + 0.3 × lexical;
  * - `weighted`: `vectorWeight` × cosine + (1 − `vectorWeight`) × lexical;
- * - `rrf`: reciprocal-rank fusion, Σ 1 / (60 + rank), scaled to [0, 1].
+ * - `rrf`: reciprocal-rank fusion, (1 − `vectorWeight`) / (60 + lexical rank) + `vectorWeight` / (60 + vector rank),
+ *   scaled to [0, 1] (`vectorWeight` 0.5 is classic RRF).
  */
 export type FusionMethod = 'ha' | 'weighted' | 'rrf'
 
@@ -19,7 +20,7 @@ export interface HybridOptions extends RecallOptions {
   budgetMs?: number
   /** Fusion formula (default: the measured best, see docs/embeddings.md). */
   fusion?: FusionMethod
-  /** Vector weight for `weighted` fusion (default 0.5). */
+  /** Vector weight for `weighted` and `rrf` fusion (default 0.4). */
   vectorWeight?: number
   /** Candidates taken from each path before fusion (default 100). */
   candidates?: number
@@ -30,7 +31,9 @@ export interface HybridOptions extends RecallOptions {
 /** Default wait for the query vector. */
 export const DEFAULT_BUDGET_MS = 300
 /** Default fusion, chosen on the dev sets (docs/embeddings.md "Fusion"). */
-export const DEFAULT_FUSION: FusionMethod = 'rrf'
+export const DEFAULT_FUSION: FusionMethod = 'weighted'
+/** Default vector weight, chosen on the dev sets (docs/embeddings.md "Fusion"). */
+export const DEFAULT_VECTOR_WEIGHT = 0.4
 /** Default floor for a vector candidate's cosine. */
 export const DEFAULT_MIN_COSINE = 0.2
 const RRF_K = 60
@@ -38,9 +41,10 @@ const DEFAULT_CANDIDATES = 100
 
 /**
  * The async recall beside the sync one. With an embedder whose languages cover the query, it
- * embeds the query within `budgetMs`, searches the stored vectors of the same model and dims, and
- * fuses them with the lexical candidates into one score per block; a block holding an exact query
- * symbol stays pinned above every fused score. Whenever vectors cannot take part the result is
+ * embeds the query within `budgetMs`, searches the stored vectors of the same model and dims
+ * (vector candidates below `minCosine` are dropped), scores every lexical candidate's cosine too,
+ * and fuses both into one score per block; a block holding an exact query symbol stays pinned
+ * above every fused score. Whenever vectors cannot take part the result is
  * exactly `recallBlocks`, marked with a non-enumerable `degraded` reason (JSON, `Object.keys` and
  * deep equality see the lexical hits). It never throws because of the embedder.
  */
@@ -68,7 +72,8 @@ export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder |
   const allow = (lang: string) => lang === 'und' || embedder.languages.includes(lang)
   const minCosine = options.minCosine ?? DEFAULT_MIN_COSINE
   const vecHits = index.search(queryVector, candidates, allow).filter((h) => h.score >= minCosine)
-  const hits = fuse(store, lexHits, vecHits, options).slice(0, clampTopK(options.topK))
+  const lexCosine = index.scoreIds(queryVector, lexHits.map((h) => h.id), allow)
+  const hits = fuse(store, lexHits, vecHits, lexCosine, options).slice(0, clampTopK(options.topK))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))
   return hits
 }
@@ -100,12 +105,15 @@ interface Candidate {
   why: string
 }
 
-function fuse(store: BlockStore, lexHits: Hit[], vecHits: VectorHit[], options: HybridOptions): Hit[] {
+function fuse(store: BlockStore, lexHits: Hit[], vecHits: VectorHit[], lexCosine: Map<string, number>, options: HybridOptions): Hit[] {
   const method = options.fusion ?? DEFAULT_FUSION
-  const w = options.vectorWeight ?? 0.5
+  const w = options.vectorWeight ?? DEFAULT_VECTOR_WEIGHT
   const byId = new Map<string, Candidate>()
   lexHits.forEach((h, rank) => {
-    byId.set(h.id, { id: h.id, text: h.text, exact: h.exact, pinned: h.exact ? h.score : 0, lexical: h.exact ? 1 : h.score, lexRank: rank + 1, vector: 0, vecRank: 0, why: h.why })
+    byId.set(h.id, {
+      id: h.id, text: h.text, exact: h.exact, pinned: h.exact ? h.score : 0, lexical: h.exact ? 1 : h.score, lexRank: rank + 1,
+      vector: Math.max(0, lexCosine.get(h.id) ?? 0), vecRank: 0, why: h.why,
+    })
   })
   vecHits.forEach((v, rank) => {
     const known = byId.get(v.id)
@@ -121,10 +129,10 @@ function fuse(store: BlockStore, lexHits: Hit[], vecHits: VectorHit[], options: 
   const scored = [...byId.values()].map((c) => {
     let score: number
     if (c.exact) score = c.pinned + 0.001 * c.vector
-    else if (method === 'rrf') score = ((c.lexRank ? 1 / (RRF_K + c.lexRank) : 0) + (c.vecRank ? 1 / (RRF_K + c.vecRank) : 0)) * (RRF_K + 1) / 2
+    else if (method === 'rrf') score = ((c.lexRank ? (1 - w) / (RRF_K + c.lexRank) : 0) + (c.vecRank ? w / (RRF_K + c.vecRank) : 0)) * (RRF_K + 1)
     else if (method === 'ha') score = 0.7 * c.vector + 0.3 * c.lexical
     else score = w * c.vector + (1 - w) * c.lexical
-    const why = c.vecRank ? `${c.why}; vector ${c.vector.toFixed(3)}` : c.why
+    const why = c.vector > 0 ? `${c.why}; vector ${c.vector.toFixed(3)}` : c.why
     return { id: c.id, text: c.text, score, exact: c.exact, why }
   })
   scored.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))

@@ -42,7 +42,9 @@ for (const [fault, reason, requests] of CASES) {
     t.equal(hits.degraded, reason)
     t.same(hits, recallBlocks(store, QUERY, { topK: 3 }), 'exactly the lexical hits')
     t.ok(hits.length > 0)
-    t.equal(server.requests, requests, fault === 'status400' || fault === 'malformed' ? 'not retried (not retryable)' : 'attempts')
+    // A hung request may be aborted before the server even sees it, so only an upper bound there.
+    if (fault === 'hang') t.ok(server.requests <= requests, 'no retry after the budget ran out')
+    else t.equal(server.requests, requests, fault === 'status400' || fault === 'malformed' ? 'not retried (not retryable)' : 'attempts')
   })
 }
 

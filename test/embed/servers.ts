@@ -66,11 +66,19 @@ export function loadUseModel(): Promise<{ embed(input: string[]): Promise<number
   return modelPromise
 }
 
-/** The real embedding server: USE-lite, 512 dimensions, English. */
-export async function startModelServer(): Promise<LocalServer> {
+/**
+ * The real embedding server: USE-lite, 512 dimensions, English. With `cache`, texts seen before
+ * are answered from memory (for repeated benchmark runs; latency then no longer reflects the model).
+ */
+export async function startModelServer(options: { cache?: boolean } = {}): Promise<LocalServer> {
   const model = await loadUseModel()
+  const cache = new Map<string, number[]>()
   return listen(async (inputs, _req, res) => {
-    sendVectors(res, inputs.length === 0 ? [] : await model.embed(inputs), 'use-lite-512')
+    const missing = options.cache ? inputs.filter((t) => !cache.has(t)) : inputs
+    const fresh = missing.length === 0 ? [] : await model.embed(missing)
+    if (!options.cache) return sendVectors(res, fresh, 'use-lite-512')
+    missing.forEach((t, i) => cache.set(t, fresh[i]!))
+    sendVectors(res, inputs.map((t) => cache.get(t)!), 'use-lite-512')
   })
 }
 
