@@ -5,13 +5,15 @@
  * for the lexical recall and for the hybrid recall with each fusion (HologramAgent 0.7/0.3,
  * fixed weights 0.2…0.5, reciprocal-rank fusion at vector weights 0.5 and 0.3), all in one process against one embedding
  * endpoint (corpus and queries are embedded once and reused), and prints R@5 / R@10 / MRR@10 per
- * variant. The last line is one JSON object.
+ * variant. The last variant declares every language, to show what the language gate prevents.
+ * The last line is one JSON object.
  */
+import type { Embedder } from '../lib/embed/types.ts'
 import { runRecallBench } from './recall.ts'
 import { EvalSetError, readEvalSet } from './recall/eval-set.ts'
 import { benchEmbedder, hybridRecallFn, type HybridBenchOptions } from './recall/hybrid.ts'
 
-const VARIANTS: Array<{ name: string, fusion?: HybridBenchOptions['fusion'], vectorWeight?: number }> = [
+const VARIANTS: Array<{ name: string, fusion?: HybridBenchOptions['fusion'], vectorWeight?: number, ungated?: boolean }> = [
   { name: 'lexical' },
   { name: 'ha 0.7/0.3', fusion: 'ha' },
   { name: 'weighted 0.2', fusion: 'weighted', vectorWeight: 0.2 },
@@ -20,6 +22,8 @@ const VARIANTS: Array<{ name: string, fusion?: HybridBenchOptions['fusion'], vec
   { name: 'weighted 0.5', fusion: 'weighted', vectorWeight: 0.5 },
   { name: 'rrf 0.5', fusion: 'rrf', vectorWeight: 0.5 },
   { name: 'rrf 0.3', fusion: 'rrf', vectorWeight: 0.3 },
+  // The language gate's mutation check: the same model claiming every language.
+  { name: 'w 0.4 ungated', fusion: 'weighted', vectorWeight: 0.4, ungated: true },
 ]
 
 async function main(): Promise<void> {
@@ -43,7 +47,10 @@ async function main(): Promise<void> {
       const key = `${set.name} ${mode}`
       out[key] = {}
       for (const v of VARIANTS) {
-        const hybrid = v.fusion ? hybridRecallFn(embedder, { ...base, fusion: v.fusion, vectorWeight: v.vectorWeight }) : undefined
+        const used: Embedder = v.ungated
+          ? { model: embedder.model, get dims() { return embedder.dims }, languages: ['en', 'zh', 'ja', 'ko'], embed: (t, o) => embedder.embed(t, o) }
+          : embedder
+        const hybrid = v.fusion ? hybridRecallFn(used, { ...base, fusion: v.fusion, vectorWeight: v.vectorWeight }) : undefined
         const { result } = await runRecallBench(set, { mode, ks: [5, 10], recall: hybrid?.recall, label: v.name })
         const row = { 'recall@5': result['recall@5'], 'recall@10': result['recall@10'], 'mrr@10': result['mrr@10'], ...(hybrid ? { degraded: hybrid.degraded } : {}) }
         out[key][v.name] = row
