@@ -31,6 +31,7 @@ export { Config, EmbedConfig, defaultStorePath, resolveConfig } from './config.t
 export { StableMemError, type StableMemErrorCode } from './errors.ts'
 export { recallBlocks } from './recall/recall.ts'
 export { recallBlocksHybrid, type FusionMethod, type HybridOptions } from './recall/hybrid.ts'
+export { abstentionOf, isAbstention, type Abstention, type RecallHits } from './recall/abstain.ts'
 export type { DegradedReason, Hit, HybridHits, RecallOptions } from './recall/types.ts'
 export { EmbedError, type EmbedErrorKind, type EmbedOptions, type Embedder } from './embed/types.ts'
 export { HttpEmbedder, type HttpEmbedderOptions } from './embed/http.ts'

@@ -4,8 +4,9 @@ import { StableMemError } from './errors.ts'
 import { embedderFromConfig } from './embed/from-config.ts'
 import type { HttpEmbedder } from './embed/http.ts'
 import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
+import { isAbstention } from './recall/abstain.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
-import { DEGRADED_REASONS, type DegradedReason, type Hit } from './recall/types.ts'
+import { DEGRADED_REASONS, type DegradedReason, type HybridHits } from './recall/types.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
@@ -102,8 +103,9 @@ export class StableMem extends Service {
   }
 
   /**
-   * Stores a note; idempotent by content (the id is the text's hash). A new note's vector is
-   * computed afterwards in the background: commit never waits for the embedder.
+   * Stores a note; idempotent by content (the id is the text's hash). `supersedes` retires an older
+   * note from recall. A new note's vector is computed afterwards in the background: commit never
+   * waits for the embedder.
    */
   async commit(input: CommitInput): Promise<CommitResult> {
     const result = this.open().commit(input)
@@ -114,12 +116,14 @@ export class StableMem extends Service {
   /**
    * Recalls up to `topK` notes for a query, best first; recalled notes count as accesses. With an
    * embedder, vectors take part when they can; otherwise the lexical result is returned and the
-   * reason counted (see `stats().recallDegraded`).
+   * reason counted (see `stats().recallDegraded`). When the query names a specific exact string
+   * the store lacks, the result is empty and carries a non-enumerable `abstained` reason (`abstentionOf`).
    */
-  async recall(query: string, options: { topK?: number } = {}): Promise<Hit[]> {
+  async recall(query: string, options: { topK?: number } = {}): Promise<HybridHits> {
     const hits = await recallBlocksHybrid(this.open(), this.embedder, query, {
       topK: options.topK, recordAccess: true, budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
     })
+    if (isAbstention(hits)) return hits
     this.lastDegraded = hits.degraded
     if (hits.degraded) this.degradedCounts[hits.degraded]++
     else this.hybridCount++

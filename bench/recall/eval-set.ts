@@ -13,6 +13,7 @@ export interface EvalBlock {
   text: string
   time: string
   scope: string
+  session: string
 }
 
 /** One query with its gold block ids. */
@@ -44,6 +45,7 @@ export function readEvalSet(dir: string): EvalSet {
     text: str(row.text, 'text', where, true),
     time: str(row.time ?? '', 'time', where, false),
     scope: str(row.scope ?? '', 'scope', where, false),
+    session: str(row.session ?? '', 'session', where, false),
   }))
   const ids = new Set<string>()
   for (const b of blocks) {

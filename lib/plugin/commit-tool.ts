@@ -17,6 +17,11 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
       text: { type: 'string', required: true, description: 'The note, self-contained (subject + fact).' },
       source: { type: 'string', description: 'Optional provenance tag, e.g. "user" or a file name.' },
       scene: { type: 'string', description: 'Optional scene key the note belongs to, e.g. "chan:qq".' },
+      supersedes: {
+        type: 'string',
+        description: 'Optional id (blk_…) of an earlier note this one replaces, e.g. when a port or path changed. ' +
+          'The old note stays stored but is no longer recalled.',
+      },
     },
     output: {
       schema: {
@@ -30,7 +35,9 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
       }],
     },
     async execute(args) {
-      const result = await ctx.stablemem.commit({ text: args.text, source: args.source ?? 'model', scene: args.scene ?? '' })
+      const result = await ctx.stablemem.commit({
+        text: args.text, source: args.source ?? 'model', scene: args.scene ?? '', supersedes: args.supersedes ?? '',
+      })
       return { id: result.id, created: result.created }
     },
   })

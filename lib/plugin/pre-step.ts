@@ -3,12 +3,14 @@ import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import type { Config } from '../config.ts'
 import { queryFromBatch } from './query-source.ts'
-import { renderRecall } from './render.ts'
+import { abstentionOf } from '../recall/abstain.ts'
+import { renderAbstention, renderRecall } from './render.ts'
 
 /**
  * Registers the per-turn recall: on the first step of a turn, after everything downstream has
  * built the batch (`await next()`), find the human question, recall, and append one attributed
- * message of quoted notes. Tool continuations (step > 1) inject nothing, because injected messages
+ * message of quoted notes — or, when recall abstained, the notice that the store has no record of
+ * the specific strings asked about. Tool continuations (step > 1) inject nothing, because injected messages
  * are durable and re-sent with every later request. A failing recall is logged and counted; the
  * turn goes on without notes.
  */
@@ -24,7 +26,10 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
     let text: string
     try {
       const hits = await service.recall(query, { topK: config.topK })
-      text = renderRecall(hits.filter((h) => h.exact || h.score >= config.minScore), config.injectBudgetChars)
+      const abstention = abstentionOf(hits)
+      text = abstention !== undefined
+        ? renderAbstention(abstention)
+        : renderRecall(hits.filter((h) => h.exact || h.score >= config.minScore), config.injectBudgetChars)
     } catch (error) {
       service.noteRecallFailure()
       logger.warn('recall failed, turn continues without notes: %s', error instanceof Error ? error.message : String(error))

@@ -1,3 +1,4 @@
+import type { Abstention } from '../recall/abstain.ts'
 import type { Hit } from '../recall/types.ts'
 
 /** First line of every recall message: what these notes are, and that they are data, not orders. */
@@ -36,4 +37,22 @@ export function renderRecall(hits: readonly Hit[], budgetChars: number): string 
 
 function quote(text: string): string {
   return text.split(/\r\n|\r|\n|\u2028|\u2029/).map((line) => `> ${line}`).join('\n')
+}
+
+/** What every abstention notice adds: only the memory store lacks it; the user may know better. */
+export const ABSTAIN_QUALIFIER = 'This only means the memory store lacks it, not that it does not exist: ' +
+  'if the user stated it, trust the user and ask them to provide it again if needed.'
+
+/**
+ * Renders recall's abstention (HologramAgent spec §4.4) as the body of the injected message: the
+ * memory store has no record of the specific strings asked about, instead of unrelated notes.
+ * Never says the thing does not exist — that would be a claim about the world.
+ */
+export function renderAbstention(abstention: Abstention): string {
+  const asked = abstention.missing.map((s) => `«${s}»`).join(', ')
+  const head = abstention.mentioned.length > 0
+    ? `[stablemem] The memory store has no record that directly corresponds to ${asked} ` +
+      `(it only mentions ${abstention.mentioned.slice(0, 8).join(', ')} in general, but has no record of this specific one).`
+    : `[stablemem] The memory store has no record related to ${asked}.`
+  return `${head} ${ABSTAIN_QUALIFIER}`
 }

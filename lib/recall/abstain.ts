@@ -30,14 +30,23 @@ export const VAGUE_POINTERS: readonly string[] = [
 
 /** A four-digit year (1900–2099): times live in block metadata as often as in text, so a year alone proves nothing. */
 const YEAR = /^(19|20)\d\d$/
+/** An ordinal ("8th", "21st"): a date part or a rank, not an identifier. */
+const ORDINAL = /^\d+(st|nd|rd|th)$/
+/** A day of the month (1–31) … */
+const DAY = /^(0?[1-9]|[12]\d|3[01])$/
+/** … counts as a date part when the query names a month. */
+const MONTH = /月|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b/i
 
 /**
- * The exact strings of a query that can decide abstention: two or more characters, not a bare
- * year, and only when the query holds no vague pointer. Empty means "never abstain".
+ * The exact strings of a query that can decide abstention: numeric (they contain a digit), two or
+ * more characters, and not a date part (a year, an ordinal, or a day number beside a month name) —
+ * dates are when a note was written as often as what it says. A query holding a vague pointer
+ * has none. Empty means "never abstain".
  */
 export function decisiveSymbols(query: string, exact: readonly string[]): string[] {
   if (VAGUE_POINTERS.some((p) => query.includes(p))) return []
-  return exact.filter((s) => Array.from(s).length >= 2 && !YEAR.test(s))
+  const hasMonth = MONTH.test(query)
+  return exact.filter((s) => /\d/.test(s) && Array.from(s).length >= 2 && !YEAR.test(s) && !ORDINAL.test(s) && !(hasMonth && DAY.test(s)))
 }
 
 /** Marks an (empty) hit list as an abstention, non-enumerably, so JSON and deep equality still see `[]`. */

@@ -2,6 +2,7 @@ import { EmbedError, type Embedder } from '../embed/types.ts'
 import { languageDeclared } from '../embed/language.ts'
 import { vectorIndexFor, type VectorHit } from '../embed/vector-index.ts'
 import type { BlockStore } from '../store/store.ts'
+import { isAbstention } from './abstain.ts'
 import { clampTopK, recallBlocks } from './recall.ts'
 import type { DegradedReason, Hit, HybridHits, RecallOptions } from './types.ts'
 
@@ -44,7 +45,9 @@ const DEFAULT_CANDIDATES = 100
  * embeds the query within `budgetMs`, searches the stored vectors of the same model and dims
  * (vector candidates below `minCosine` are dropped), scores every lexical candidate's cosine too,
  * and fuses both into one score per block; a block holding an exact query symbol stays pinned
- * above every fused score. Whenever vectors cannot take part the result is
+ * above every fused score. An abstention of the lexical recall (the query names an exact string
+ * no block holds) is returned as it is: vectors never answer a question the store cannot.
+ * Superseded blocks stay out of the vector candidates as they stay out of the lexical ones. Whenever vectors cannot take part the result is
  * exactly `recallBlocks`, marked with a non-enumerable `degraded` reason (JSON, `Object.keys` and
  * deep equality see the lexical hits). It never throws because of the embedder.
  */
@@ -54,6 +57,10 @@ export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder |
   const text = typeof query === 'string' ? query : ''
   if (text.trim() === '') return markDegraded(lexical(), 'no_embedder')
   if (!languageDeclared(text, embedder.languages)) return markDegraded(lexical(), 'language_gated')
+
+  const candidates = options.candidates ?? DEFAULT_CANDIDATES
+  const lexHits = recallBlocks(store, query, { topK: candidates })
+  if (isAbstention(lexHits)) return lexHits
 
   let queryVector: Float32Array
   try {
@@ -67,8 +74,6 @@ export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder |
   const index = vectorIndexFor(store, embedder.model, embedder.dims)
   if (index.size === 0) return markDegraded(lexical(), 'no_vectors')
 
-  const candidates = options.candidates ?? DEFAULT_CANDIDATES
-  const lexHits = recallBlocks(store, query, { topK: candidates })
   const allow = (lang: string) => lang === 'und' || embedder.languages.includes(lang)
   const minCosine = options.minCosine ?? DEFAULT_MIN_COSINE
   const vecHits = index.search(queryVector, candidates, allow).filter((h) => h.score >= minCosine)
@@ -123,7 +128,7 @@ function fuse(store: BlockStore, lexHits: Hit[], vecHits: VectorHit[], lexCosine
       return
     }
     const block = store.get(v.id)
-    if (!block) return
+    if (!block || block.supersededBy !== null) return
     byId.set(v.id, { id: v.id, text: block.text, exact: false, pinned: 0, lexical: 0, lexRank: 0, vector: Math.max(0, v.score), vecRank: rank + 1, why: 'vector only' })
   })
   const scored = [...byId.values()].map((c) => {

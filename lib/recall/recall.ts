@@ -1,6 +1,11 @@
+import type { Block } from '../store/types.ts'
 import type { BlockStore } from '../store/store.ts'
 import { scrubQuery } from '../text/normalize.ts'
+import { decisiveSymbols, markAbstained, type RecallHits } from './abstain.ts'
+import { arbitrate } from './arbitration.ts'
+import { COVERAGE_SHARE, coverage, weightedWords } from './coverage.ts'
 import { matchAny, matchPhrase } from './fts-query.ts'
+import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
 import { analyzeQuery, containsWhole, isEmptyAnalysis, type QueryAnalysis } from './symbols.ts'
 import type { Hit, RecallOptions } from './types.ts'
 
@@ -15,22 +20,56 @@ const EXACT_CANDIDATES = 50
 /** The pin: an exact hit scores 1 + this × its lexical score (HologramAgent's boolean pin). */
 const PIN_TIEBREAK = 0.01
 
+/** The parts of the ranking a caller (a test, a measurement) may switch off; all on by default. */
+export interface RankingSwitches {
+  /** IDF-weighted coverage of the query's Latin words (`coverage.ts`). */
+  coverage?: boolean
+  /** Scene context (`scene-context.ts`). */
+  sceneContext?: boolean
+  /** Time arbitration between conflicting notes (`arbitration.ts`). */
+  arbitration?: boolean
+  /** Abstention on absent exact symbols (`abstain.ts`). */
+  abstain?: boolean
+}
+
+interface Candidate {
+  id: string
+  text: string
+  lower: string
+  score: number
+  exact: boolean
+  exactMatched: string[]
+  createdAt: number
+  scene: string
+  lexical: number
+}
+
 /**
  * Synchronous, deterministic lexical recall: the path every turn's injection uses.
  *
- * 1. Analyse the query into exact symbols, Latin words and CJK bigrams (`symbols.ts`).
+ * 1. Analyse the query into exact symbols, Latin words and CJK bigrams, each with a weight
+ *    (`symbols.ts`; a pasted transcript loses its speaker labels and weighs repeated terms and
+ *    its last turn more).
  * 2. FTS5 generates candidates: an OR of every term by bm25, plus each exact symbol as a phrase.
- * 3. Each candidate's lexical score is its bm25 relative to the best candidate, in (0, 1].
- * 4. A candidate containing an exact symbol as a whole token is pinned: 1 + 0.01 × (exact
+ *    Superseded blocks are dropped.
+ * 3. Abstention: if the query names specific exact strings and the store holds none of them,
+ *    return no hits, marked with the reason (`abstain.ts`).
+ * 4. Lexical score in [0, 1]: bm25 relative to the best candidate, blended with IDF-weighted
+ *    coverage of the query's Latin words (`coverage.ts`).
+ * 5. A candidate containing an exact symbol as a whole token is pinned: 1 + 0.01 × (exact
  *    coverage + lexical) / 2, so it outranks every non-exact hit whatever the noise.
- * 5. Ties break by newer first, then id, so the order never depends on SQLite's plan.
+ * 6. Non-pinned scores are blended with their scene's context (`scene-context.ts`).
+ * 7. Sort (ties: newer first, then id, so the order never depends on SQLite's plan), then drop
+ *    notes a later candidate explicitly replaces (`arbitration.ts`), then cut to topK.
  */
-export function recallBlocks(store: BlockStore, query: string, options: RecallOptions = {}): Hit[] {
+export function recallBlocks(store: BlockStore, query: string, options: RecallOptions & RankingSwitches = {}): RecallHits {
   const topK = clampTopK(options.topK)
-  const analysis = analyzeQuery(scrubQuery(typeof query === 'string' ? query : ''))
+  const text = scrubQuery(typeof query === 'string' ? query : '')
+  const analysis = analyzeQuery(text)
   if (isEmptyAnalysis(analysis)) return []
   const bm25 = new Map<number, number>()
   const addCandidates = (match: string, limit: number) => {
+    if (match === '') return
     for (const c of store.ftsCandidates(match, limit)) {
       const known = bm25.get(c.rowid)
       if (known === undefined || c.bm25 < known) bm25.set(c.rowid, c.bm25)
@@ -38,25 +77,36 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
   }
   addCandidates(matchAny(analysis), CANDIDATES)
   for (const symbol of analysis.exact) addCandidates(matchPhrase(symbol), EXACT_CANDIDATES)
-  if (bm25.size === 0) return []
+  const blocks = [...store.blocksByRowid([...bm25.keys()])].filter(([, block]) => block.supersededBy === null)
+
+  if (options.abstain !== false) {
+    const decisive = decisiveSymbols(text, analysis.exact)
+    if (decisive.length > 0 && decisive.every((s) => store.matchCount(matchPhrase(s)) === 0)) {
+      return markAbstained([], { missing: decisive, mentioned: mentionedWords(analysis, blocks.map(([, b]) => b)) })
+    }
+  }
+  if (blocks.length === 0) return []
 
   let best = 0
   for (const value of bm25.values()) best = Math.min(best, value)
-  const blocks = store.blocksByRowid([...bm25.keys()])
-  const scored: Array<Hit & { createdAt: number }> = []
+  const words = options.coverage === false ? [] : weightedWords(store, analysis)
+  const scored: Candidate[] = []
   for (const [rowid, block] of blocks) {
-    const lexical = best < 0 ? bm25.get(rowid)! / best : 0
     const lower = block.text.toLowerCase()
+    const relative = best < 0 ? bm25.get(rowid)! / best : 0
+    const covered = coverage(words, lower)
+    const lexical = covered === undefined ? relative : (1 - COVERAGE_SHARE) * relative + COVERAGE_SHARE * covered
     const exactMatched = analysis.exact.filter((s) => containsWhole(lower, s))
-    const words = matchedWords(analysis, lower)
     const exact = exactMatched.length > 0
-    const score = exact
-      ? 1 + PIN_TIEBREAK * (exactMatched.length / analysis.exact.length + lexical) / 2
-      : lexical
-    scored.push({ id: block.id, text: block.text, score, exact, why: explain(exactMatched, words, lexical), createdAt: block.createdAt })
+    const score = exact ? 1 + PIN_TIEBREAK * (exactMatched.length / analysis.exact.length + lexical) / 2 : lexical
+    scored.push({ id: block.id, text: block.text, lower, score, exact, exactMatched, createdAt: block.createdAt, scene: block.scene, lexical })
   }
+  applySceneContext(scored, options.sceneContext === false ? 0 : SCENE_WEIGHT)
   scored.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  const hits = scored.slice(0, topK).map(({ createdAt: _, ...hit }) => hit)
+  const kept = options.arbitration === false ? scored.slice(0, topK) : arbitrate(scored, topK)
+  const hits = kept.map((c) => ({
+    id: c.id, text: c.text, score: c.score, exact: c.exact, why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical),
+  }))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))
   return hits
 }
@@ -74,10 +124,21 @@ function matchedWords(analysis: QueryAnalysis, lower: string): string[] {
   return out
 }
 
+/** Query words some candidate mentions: what the abstention notice says the store does know about. */
+function mentionedWords(analysis: QueryAnalysis, blocks: readonly Block[]): string[] {
+  const lowers = blocks.map((b) => b.text.toLowerCase())
+  const out: string[] = []
+  for (const term of [...analysis.words, ...analysis.cjkWords, ...analysis.cjkBigrams]) {
+    if (out.some((w) => w.includes(term)) || !lowers.some((l) => l.includes(term))) continue
+    out.push(term)
+  }
+  return out
+}
+
 function explain(exact: string[], words: string[], lexical: number): string {
   const parts: string[] = []
   if (exact.length > 0) parts.push(`exact ${exact.join(', ')}`)
   if (words.length > 0) parts.push(`words ${words.join(', ')}`)
-  parts.push(`bm25 ${lexical.toFixed(3)}`)
+  parts.push(`lexical ${lexical.toFixed(3)}`)
   return parts.join('; ')
 }

@@ -14,6 +14,15 @@ export interface QueryAnalysis {
   cjkWords: string[]
   /** Overlapping bigrams of the query's CJK runs: what the FTS `cjk` column is searched with. */
   cjkBigrams: string[]
+  /**
+   * Weight of each Latin word and CJK bigram in the query: 1, except in a pasted transcript, where
+   * it is the term's weighted frequency across turns (see `queryTurns`) — a bigram that is a whole
+   * two-character word per the segmenter counts once more than one spanning two words — capped at
+   * `MAX_TERM_WEIGHT`.
+   */
+  weights: Map<string, number>
+  /** True when the query is a pasted multi-turn transcript. */
+  transcript: boolean
 }
 
 /** Latin/number tokens, including the punctuation that glues paths, IPs, versions and identifiers together. */
@@ -37,30 +46,79 @@ const segmenter = new Intl.Segmenter('zh', { granularity: 'word' })
  * identifier stay inside it (`f91b27a`, never `91`/`27`); one-character tokens are never symbols.
  */
 export function analyzeQuery(query: string): QueryAnalysis {
-  const text = query.length > MAX_QUERY_CHARS ? query.slice(-MAX_QUERY_CHARS) : query
   const exact = new Set<string>()
   const words = new Set<string>()
-  for (const match of text.matchAll(CODE_TOKEN)) {
-    const token = match[0].replace(TRAILING, '').toLowerCase()
-    if (token.length < 2) continue
-    if (HAS_DIGIT.test(token) || (GLUED.test(token.slice(1)) && token.length >= 4)) {
-      exact.add(token)
-      continue
-    }
-    for (const word of token.split(/[^a-z]+/)) {
-      if (word.length >= 3 && !ENGLISH_STOPWORDS.has(word)) words.add(word)
-    }
-  }
   const cjkWords = new Set<string>()
   const grams = new Set<string>()
-  for (const run of cjkRuns(text)) {
-    for (const gram of bigrams(run)) grams.add(gram)
-    for (const segment of segmenter.segment(run)) {
-      const word = segment.segment
-      if (segment.isWordLike && Array.from(word).length >= 2 && !CJK_FUNCTION_WORDS.has(word)) cjkWords.add(word)
+  const counts = new Map<string, number>()
+  const turns = queryTurns(query.length > MAX_QUERY_CHARS ? query.slice(-MAX_QUERY_CHARS) : query)
+  for (const { text, weight } of turns) {
+    const count = (t: string) => counts.set(t, (counts.get(t) ?? 0) + weight)
+    for (const match of text.matchAll(CODE_TOKEN)) {
+      const token = match[0].replace(TRAILING, '').toLowerCase()
+      if (token.length < 2) continue
+      if (HAS_DIGIT.test(token) || (GLUED.test(token.slice(1)) && token.length >= 4)) {
+        exact.add(token)
+        continue
+      }
+      for (const word of token.split(/[^a-z]+/)) {
+        if (word.length >= 3 && !ENGLISH_STOPWORDS.has(word)) {
+          words.add(word)
+          count(word)
+        }
+      }
+    }
+    for (const run of cjkRuns(text)) {
+      for (const gram of bigrams(run)) {
+        grams.add(gram)
+        count(gram)
+      }
+      for (const segment of segmenter.segment(run)) {
+        const word = segment.segment
+        if (!segment.isWordLike || CJK_FUNCTION_WORDS.has(word)) continue
+        const length = Array.from(word).length
+        if (length >= 2) cjkWords.add(word)
+        if (length === 2) count(word)
+      }
     }
   }
-  return { exact: [...exact], words: [...words], cjkWords: [...cjkWords], cjkBigrams: [...grams] }
+  const transcript = turns.length > 1
+  const weights = new Map<string, number>()
+  for (const [term, n] of counts) weights.set(term, transcript ? Math.min(MAX_TERM_WEIGHT, n) : 1)
+  return { exact: [...exact], words: [...words], cjkWords: [...cjkWords], cjkBigrams: [...grams], weights, transcript }
+}
+
+/** Largest weight one query term gets from repetition in a transcript (BM25's query-term saturation). */
+export const MAX_TERM_WEIGHT = 3
+
+/** How much the last turn of a transcript counts: it is the message being answered now. */
+export const LAST_TURN_WEIGHT = 2
+
+/** A line-initial speaker label of a pasted transcript: "Bart: …", "用户：…" (no digits, at most 24 characters). */
+const SPEAKER_LABEL = /^[ \t]*([^\s:：\d"“]{1,24})[ \t]*[:：]/u
+
+/** One stretch of a query with the weight its terms get. */
+export interface QueryTurn {
+  text: string
+  weight: number
+}
+
+/**
+ * Splits a query into weighted turns. A pasted transcript (two or more lines opening with a
+ * speaker label) loses its labels — who spoke is not what the chat is about, and a speaker's name
+ * would match every note about that person — and its last line weighs `LAST_TURN_WEIGHT`, the
+ * others 1. Any other query is one turn of weight 1; a single "key: value" line keeps its key.
+ */
+export function queryTurns(text: string): QueryTurn[] {
+  const lines = text.split(/\r\n|\r|\n/)
+  const labels = lines.map((line) => SPEAKER_LABEL.exec(line))
+  if (labels.filter((m) => m !== null).length < 2) return [{ text, weight: 1 }]
+  let last = lines.length - 1
+  while (last > 0 && lines[last]!.trim() === '') last--
+  return lines.map((line, i) => {
+    const label = labels[i]
+    return { text: label ? line.slice(label[0].length) : line, weight: i === last ? LAST_TURN_WEIGHT : 1 }
+  })
 }
 
 /** True when the analysis found nothing searchable (only stop words, punctuation, single letters). */
@@ -91,4 +149,22 @@ export function containsWhole(lowerText: string, symbol: string): boolean {
 
 function isAlnum(ch: string): boolean {
   return ch !== '' && /[a-z0-9_]/.test(ch)
+}
+
+/** English inflection endings stripped before a word is looked for as a prefix ("painted" ↔ "painting"). */
+const SUFFIX = /(?:ing|ed|es|s)$/
+
+/**
+ * Whether `lowerText` has a word starting with the stem of `word`: a light stand-in for the
+ * index's Porter stemmer, so coverage counts "paints" and "painting" for the query word "painted".
+ */
+export function containsWordStem(lowerText: string, word: string): boolean {
+  const stem = word.length > 4 ? word.replace(SUFFIX, '') : word
+  let from = 0
+  for (;;) {
+    const at = lowerText.indexOf(stem, from)
+    if (at < 0) return false
+    if (!isAlnum(lowerText[at - 1] ?? '')) return true
+    from = at + 1
+  }
 }

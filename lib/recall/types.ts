@@ -1,3 +1,5 @@
+import type { RecallHits } from './abstain.ts'
+
 /** One recalled block as callers see it. */
 export interface Hit {
   id: string
@@ -30,5 +32,5 @@ export type DegradedReason =
 /** Every degraded reason, in a stable order (stats and the context line list them this way). */
 export const DEGRADED_REASONS: readonly DegradedReason[] = ['no_embedder', 'language_gated', 'timeout', 'circuit_open', 'embed_error', 'no_vectors']
 
-/** The hybrid result: the hits, plus a non-enumerable `degraded` reason when vectors took no part. */
-export type HybridHits = Hit[] & { readonly degraded?: DegradedReason }
+/** The hybrid result: the hits, plus a non-enumerable `degraded` reason when vectors took no part (and `abstained`, see `abstain.ts`). */
+export type HybridHits = RecallHits & { readonly degraded?: DegradedReason }

@@ -47,7 +47,13 @@ export const MIGRATIONS: readonly string[] = [
     tokenize = 'porter unicode61 remove_diacritics 2'
   );
   `,
-  // v2: block vectors, one per (model, dims, block), as little-endian float32 blobs.
+  // v2: supersede. A block replaced by a newer one keeps its row (still reachable by id) and names
+  // its successor here, so recall can skip it without reading edges; the edge records the history.
+  `
+  ALTER TABLE blocks ADD COLUMN superseded_by TEXT;
+  CREATE INDEX blocks_superseded ON blocks(superseded_by) WHERE superseded_by IS NOT NULL;
+  `,
+  // v3: block vectors, one per (model, dims, block), as little-endian float32 blobs.
   // `seq` orders writes so an in-memory index can load only what is new.
   `
   CREATE TABLE vectors (

@@ -22,11 +22,14 @@ export interface StoreOptions {
 /** Default upper bound for one block's text: memory notes are short; documents belong elsewhere. */
 export const DEFAULT_MAX_BLOCK_CHARS = 32_768
 
+/** Distinct FTS expressions whose match counts are kept between writes. */
+const MATCH_COUNT_CACHE = 50_000
+
 /** Longest accepted metadata value (source, scene, semantic type, edge fields). */
 const MAX_TAG_CHARS = 256
 
 /** Columns every block read uses, in one place so readers cannot drift apart. */
-const BLOCK_COLUMNS = 'id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at'
+const BLOCK_COLUMNS = 'id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, superseded_by'
 
 /** A candidate row from the full-text index, with FTS5's bm25 (lower is better). */
 export interface FtsCandidate {
@@ -47,6 +50,8 @@ export class BlockStore {
   private readonly db: DatabaseSync
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
+  private readonly matchCounts = new Map<string, number>()
+  private matchCountsVersion = -1
   private closed = false
 
   /** Opens (creating if needed) the store at `path`; `:memory:` gives a private in-memory store. */
@@ -96,15 +101,23 @@ export class BlockStore {
       updated_at = CASE WHEN ?1 <> '' OR ?2 <> '' OR ?3 <> '' THEN ?4 ELSE updated_at END
       WHERE id = ?5`)
     const index = this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)')
+    this.matchCounts.clear()
     return this.transaction(() => rows.map((row) => {
       const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, now, now) as { rowid: number } | undefined
-      if (inserted) {
-        index.run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
-        return { id: row.id, created: true }
-      }
-      update.run(row.source, row.scene, row.semanticType, now, row.id)
-      return { id: row.id, created: false }
+      if (inserted) index.run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
+      else update.run(row.source, row.scene, row.semanticType, now, row.id)
+      if (row.supersedes !== '') this.supersede(row.id, row.supersedes, now)
+      return { id: row.id, created: inserted !== undefined }
     }))
+  }
+
+  /** Marks `oldId` as replaced by `newId` and records the edge; runs inside a commit's transaction. */
+  private supersede(newId: string, oldId: string, now: number): void {
+    if (oldId === newId) throw new StableMemError('invalid_input', 'supersedes: a block cannot supersede itself')
+    const marked = this.stmt('supersede', 'UPDATE blocks SET superseded_by = ? WHERE id = ?').run(newId, oldId)
+    if (Number(marked.changes) === 0) throw new StableMemError('not_found', `supersedes: no block ${oldId}`)
+    this.stmt('link', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
+      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`).run('block', newId, 'block', oldId, 'supersedes', now)
   }
 
   /** The block with this id, or undefined. */
@@ -113,13 +126,15 @@ export class BlockStore {
     return row ? toBlock(row) : undefined
   }
 
-  /** Blocks by FTS rowid, in the order asked; missing rowids are skipped. */
+  /** Blocks by FTS rowid, in the order asked; missing rowids are skipped. One query for the whole list. */
   blocksByRowid(rowids: readonly number[]): Map<number, Block> {
     const out = new Map<number, Block>()
     if (rowids.length === 0) return out
-    const get = this.stmt('byRowid', `SELECT rowid, ${BLOCK_COLUMNS} FROM blocks WHERE rowid = ?`)
+    const rows = this.stmt('byRowids', `SELECT rowid, ${BLOCK_COLUMNS} FROM blocks WHERE rowid IN (SELECT value FROM json_each(?))`)
+      .all(JSON.stringify(rowids))
+    const byRowid = new Map(rows.map((row) => [Number(row.rowid), row]))
     for (const rowid of rowids) {
-      const row = get.get(rowid)
+      const row = byRowid.get(rowid)
       if (row) out.set(rowid, toBlock(row))
     }
     return out
@@ -134,6 +149,26 @@ export class BlockStore {
     const sql = `SELECT rowid, bm25(blocks_fts, ?, ?) AS bm25 FROM blocks_fts WHERE blocks_fts MATCH ? ORDER BY bm25 LIMIT ?`
     const rows = this.stmt('fts', sql).all(weights[0], weights[1], match, limit) as Array<{ rowid: number, bm25: number }>
     return rows.map((r) => ({ rowid: Number(r.rowid), bm25: Number(r.bm25) }))
+  }
+
+  /**
+   * How many blocks match an FTS5 expression (from `lib/recall/fts-query.ts`): a term's document
+   * frequency, which recall turns into IDF weights. Cached until the next write by this or any
+   * other connection (`PRAGMA data_version`), so a store read far more than written pays once per term.
+   */
+  matchCount(match: string): number {
+    const version = Number((this.stmt('dataVersion', 'PRAGMA data_version').get() as { data_version: number }).data_version)
+    if (version !== this.matchCountsVersion) {
+      this.matchCounts.clear()
+      this.matchCountsVersion = version
+    }
+    const cached = this.matchCounts.get(match)
+    if (cached !== undefined) return cached
+    const row = this.stmt('matchCount', 'SELECT count(*) AS n FROM blocks_fts WHERE blocks_fts MATCH ?').get(match) as { n: number }
+    if (this.matchCounts.size >= MATCH_COUNT_CACHE) this.matchCounts.clear()
+    const n = Number(row.n)
+    this.matchCounts.set(match, n)
+    return n
   }
 
   /** Records that these blocks were recalled (count and last access time), for later cooling. */
@@ -239,6 +274,7 @@ export class BlockStore {
       source: checkTag(input.source ?? '', `${prefix}source`, false),
       scene: checkTag(input.scene ?? '', `${prefix}scene`, false),
       semanticType: checkTag(input.semanticType ?? '', `${prefix}semanticType`, false),
+      supersedes: checkTag(input.supersedes ?? '', `${prefix}supersedes`, false),
     }
   }
 
@@ -285,6 +321,7 @@ function toBlock(row: Record<string, unknown>): Block {
     updatedAt: Number(row.updated_at),
     accessCount: Number(row.access_count),
     lastAccessAt: row.last_access_at === null ? null : Number(row.last_access_at),
+    supersededBy: row.superseded_by === null ? null : String(row.superseded_by),
   }
 }
 

@@ -8,6 +8,11 @@ export interface CommitInput {
   scene?: string
   /** Semantic type annotation (Person, Concept …). */
   semanticType?: string
+  /**
+   * Id of an existing block this note replaces (e.g. a port that changed). The old block stays
+   * stored and reachable by id but no longer appears in recall; a `supersedes` edge records it.
+   */
+  supersedes?: string
 }
 
 /** The result of one commit: the block's content address and whether this call created it. */
@@ -27,6 +32,8 @@ export interface Block {
   updatedAt: number
   accessCount: number
   lastAccessAt: number | null
+  /** Id of the block that replaced this one, or null while it is current. */
+  supersededBy: string | null
 }
 
 /** A directed edge between two nodes, unique per (source, target, type). */

@@ -123,7 +123,7 @@ t.test('plugin with a failing embedder: commit and the tool never wait or fail, 
     reply('8499'),
   ])
   t.teardown(() => h.dispose())
-  await h.turn('remember: billing port 8499')
+  await h.turn('please remember the billing port')
   const saved = await h.ctx.stablemem.commit({ text: 'The billing service listens on port 8499.' })
   t.equal(saved.created, true, 'commit returns while the embedder hangs')
   const stats = await h.ctx.stablemem.stats()

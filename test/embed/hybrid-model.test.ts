@@ -1,6 +1,8 @@
 import t from 'tap'
 import { backfillVectors } from '../../lib/embed/backfill.ts'
 import { HttpEmbedder } from '../../lib/embed/http.ts'
+import { vectorIndexFor } from '../../lib/embed/vector-index.ts'
+import { abstentionOf } from '../../lib/recall/abstain.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { recallBlocksHybrid } from '../../lib/recall/hybrid.ts'
 import { BlockStore } from '../../lib/store/store.ts'
@@ -99,4 +101,30 @@ t.test('the plugin with a real embedder: the tool commits at once, the vector fo
   const stats = await h.ctx.stablemem.stats()
   t.ok(stats.hybridRecalls >= 1, 'vectors took part in the pre-step recall')
   t.equal(stats.vectors?.failures, 0)
+})
+
+t.test('vectors respect abstention and supersede (and would break both without the guards)', async (t) => {
+  const server = await startHashServer(64)
+  t.teardown(() => server.close())
+  const store = new BlockStore(tempStorePath())
+  t.teardown(() => store.close())
+  const old = store.commit({ text: 'The billing service listens on port 8499.' })
+  const fresh = store.commit({ text: 'The billing service now listens on port 8500.', supersedes: old.id })
+  store.commit({ text: 'Alice adopted a golden retriever puppy named Biscuit.' })
+  const embedder = new HttpEmbedder({ baseUrl: server.url, model: 'hash', dims: 64 })
+  await backfillVectors(store, embedder)
+
+  const query = 'The billing service listens on which port?'
+  const hits = await recallBlocksHybrid(store, embedder, query, { budgetMs: 60_000 })
+  t.equal(hits.degraded, undefined)
+  t.ok(hits.some((h) => h.id === fresh.id), 'the successor is recalled')
+  t.notOk(hits.some((h) => h.id === old.id), 'the superseded note is not')
+  const nearest = vectorIndexFor(store, 'hash', 64).search((await embedder.embed([query]))[0]!, 3, () => true)
+  t.ok(nearest.some((h) => h.id === old.id), 'mutation: the raw vector search does return the superseded note')
+
+  const absent = await recallBlocksHybrid(store, embedder, 'what runs on port 9999?', { budgetMs: 60_000 })
+  t.same(absent, [], 'a named number the store lacks: abstain, vectors add nothing')
+  t.ok(abstentionOf(absent), 'marked as an abstention')
+  const unguarded = vectorIndexFor(store, 'hash', 64).search((await embedder.embed(['what runs on port 9999?']))[0]!, 3, () => true)
+  t.ok(unguarded.length > 0, 'mutation: vectors alone would have answered with unrelated notes')
 })

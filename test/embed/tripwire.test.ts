@@ -70,7 +70,7 @@ t.test('no embedder configured: the whole plugin makes zero network calls', asyn
       reply('8499'),
     ])
     try {
-      await h.turn('remember: billing port 8499')
+      await h.turn('please remember the billing port')
       await h.turn(realBatch('which port does the billing service use')[0]!)
       await h.ctx.stablemem.recall('billing port')
       await h.ctx.stablemem.vectorsIdle()

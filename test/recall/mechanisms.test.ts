@@ -1,0 +1,152 @@
+import t from 'tap'
+import { abstentionOf, decisiveSymbols } from '../../lib/recall/abstain.ts'
+import { arbitrate, replacesValue } from '../../lib/recall/arbitration.ts'
+import { coverage } from '../../lib/recall/coverage.ts'
+import { matchAny } from '../../lib/recall/fts-query.ts'
+import { recallBlocks } from '../../lib/recall/recall.ts'
+import { applySceneContext } from '../../lib/recall/scene-context.ts'
+import { analyzeQuery, LAST_TURN_WEIGHT, queryTurns } from '../../lib/recall/symbols.ts'
+import { BlockStore } from '../../lib/store/store.ts'
+
+/**
+ * One test per ranking mechanism kept in `lib/recall/`, each with a mutation check: the same
+ * assertion against the mechanism switched off (or its input altered) must fail, so the test
+ * really depends on the mechanism.
+ */
+
+function storeWith(notes: ReadonlyArray<string | { text: string, scene: string }>): BlockStore {
+  let clock = 1_700_000_000_000
+  const store = new BlockStore(':memory:', { now: () => (clock += 1000) })
+  for (const note of notes) store.commit(typeof note === 'string' ? { text: note } : note)
+  return store
+}
+
+t.test('transcript: speaker labels are dropped, a single key: value line keeps its key', async (t) => {
+  const chat = 'Alice: 帮我记一下\nBob: 好的\nAlice: 周报什么时候交'
+  t.same(queryTurns(chat).map((x) => x.text), [' 帮我记一下', ' 好的', ' 周报什么时候交'])
+  t.notOk(analyzeQuery(chat).words.includes('alice'), 'the speaker is not a query word')
+  // Mutation: the same chat on one line is no transcript, so the label stays a word.
+  t.ok(analyzeQuery(chat.replace(/\n/g, ' / ')).words.includes('alice'))
+  t.same(queryTurns('port: 8080'), [{ text: 'port: 8080', weight: 1 }])
+  t.equal(analyzeQuery(chat).transcript, true)
+  t.equal(analyzeQuery('port: 8080').transcript, false)
+})
+
+t.test('transcript: repeated terms and the last turn weigh more (listed repeatedly in MATCH)', async (t) => {
+  const a = analyzeQuery('A: 我喜欢游泳\nB: 嗯\nA: 明天想去爬山')
+  t.equal(a.weights.get('爬山'), LAST_TURN_WEIGHT + 1, 'last turn ×2, plus one as a whole two-character word')
+  t.equal(a.weights.get('游泳'), 2)
+  t.equal(matchAny(a).split('"爬山"').length - 1, 3, 'listed three times')
+  t.equal(analyzeQuery('我喜欢游泳，明天想去爬山，爬山').weights.get('爬山'), 1, 'a one-line question weighs every term 1')
+
+  const store = storeWith(['周末去游泳馆游泳', '周末去香山爬山'])
+  t.teardown(() => store.close())
+  t.equal(recallBlocks(store, 'A: 我喜欢游泳\nB: 嗯\nA: 明天想去爬山', { topK: 2 })[0]?.text, '周末去香山爬山')
+  // Mutation: swap which turn is last and the other note wins, so the order is the weighting's doing.
+  t.equal(recallBlocks(store, 'A: 明天想去爬山\nB: 嗯\nA: 我喜欢游泳', { topK: 2 })[0]?.text, '周末去游泳馆游泳')
+})
+
+t.test('coverage: a note answering every asked word beats one repeating a single word', async (t) => {
+  const notes = [
+    'Caroline said she finally joined the support group last week after thinking about it for a long time with her friends',
+    'support group support group: support group flyers',
+    'Caroline painted a lake', 'Caroline plays guitar', 'Gina opened a store', 'Tim reads fantasy books',
+  ]
+  const store = storeWith(notes)
+  t.teardown(() => store.close())
+  const query = 'When did Caroline join the support group?'
+  t.equal(recallBlocks(store, query, { topK: 2 })[0]?.text, notes[0])
+  // Mutation: without coverage, bm25 prefers the repetitive flyer note.
+  t.equal(recallBlocks(store, query, { topK: 2, coverage: false })[0]?.text, notes[1])
+  t.equal(coverage([{ word: 'painted', weight: 2 }, { word: 'lake', weight: 1 }], 'she paints by the lake'), 1, 'stems match')
+  t.equal(coverage([{ word: 'lake', weight: 1 }], 'a lakeside'), 1, 'prefix of a word counts')
+  t.equal(coverage([{ word: 'lake', weight: 1 }], 'flake'), 0, 'inside a word does not')
+  t.equal(coverage([], 'anything'), undefined)
+})
+
+t.test('scene context: a note whose scene-mates match the subject beats a look-alike elsewhere', async (t) => {
+  const filler = ['周会改到周三', '妈妈喜欢普洱茶', '钢琴课在周六', '医院复查带化验单', '报销找财务签字', '机房空调找物业', '新人开通三个账号', 'OKR 月底评审']
+  const notes = [
+    ...filler.map((text) => ({ text, scene: `misc:${text}` })),
+    { text: '河茂铁路是广东西部的一条铁路线', scene: 'doc:hemao' },
+    { text: '本线起讫点为河唇站至茂名西站', scene: 'doc:hemao' },
+    { text: '黎湛铁路起讫点为黎塘至湛江，是一条铁路干线', scene: 'doc:lizhan' },
+    { text: '黎湛铁路于1955年通车', scene: 'doc:lizhan' },
+  ]
+  const store = storeWith(notes)
+  t.teardown(() => store.close())
+  const query = '河茂铁路的起讫点在哪'
+  const top = (sceneContext: boolean) => recallBlocks(store, query, { topK: 4, sceneContext }).map((h) => h.text)
+  t.ok(top(true).indexOf('本线起讫点为河唇站至茂名西站') < top(true).indexOf('黎湛铁路起讫点为黎塘至湛江，是一条铁路干线'), 'the 河茂 scene note first')
+  // Mutation: without scene context the other railway's note (more shared bigrams) wins.
+  t.ok(top(false).indexOf('本线起讫点为河唇站至茂名西站') > top(false).indexOf('黎湛铁路起讫点为黎塘至湛江，是一条铁路干线'))
+
+  const cands = [
+    { id: 'a', scene: 's', lexical: 0.4, exact: false, score: 0.4 },
+    { id: 'b', scene: 's', lexical: 0.8, exact: false, score: 0.8 },
+    { id: 'c', scene: '', lexical: 0.5, exact: false, score: 0.5 },
+    { id: 'd', scene: 's', lexical: 0.1, exact: true, score: 1.01 },
+  ]
+  applySceneContext(cands)
+  const blend = (own: number, first: number, second: number) => (own + 1 * (first + second) / 2) / (1 + 1)
+  t.same(cands.map((c) => c.score), [blend(0.4, 0.8, 0.4), blend(0.8, 0.8, 0.4), blend(0.5, 0.5, 0), 1.01], 'mean of the two best, scene-less is its own scene, pins untouched')
+})
+
+t.test('pin: a note with the exact symbol outranks a note with a stronger lexical match', async (t) => {
+  const store = storeWith(['网关端口 网关端口 网关配置 网关端口说明', '8443'])
+  t.teardown(() => store.close())
+  const hits = recallBlocks(store, '网关端口 8443', { topK: 2 })
+  t.equal(hits[0]?.text, '8443')
+  t.equal(hits[0]?.exact, true)
+  t.ok(hits[0]!.score >= 1 && hits[1]!.score < 1)
+  const lexical = (why: string) => Number(/lexical ([\d.]+)/.exec(why)![1])
+  // Mutation argument: by lexical score alone the order would be reversed.
+  t.ok(lexical(hits[0]!.why) < lexical(hits[1]!.why), 'the pin, not the lexical score, put it first')
+})
+
+t.test('arbitration: a later note voids an earlier one only when it names the old value as changed', async (t) => {
+  const old = { text: '值班室分机号 4324', createdAt: 1 }
+  const changed = { text: '值班室分机号从 4324 改为 4379', createdAt: 2 }
+  const mention = { text: '值班室 4324 晚上没人接', createdAt: 3 }
+  const otherKey = { text: '会议室分机从 4324 改为 5000', createdAt: 4 }
+  t.ok(replacesValue(old, changed))
+  t.notOk(replacesValue(old, mention), 'a mention without a change word is not a replacement')
+  t.notOk(replacesValue(old, otherKey), 'the same number for another key is not a replacement')
+  t.notOk(replacesValue(old, { ...changed, createdAt: 0 }), 'an older note never replaces a newer one')
+  t.notOk(replacesValue({ text: '端口 8080', createdAt: 1 }, { text: '端口改为 9090', createdAt: 2 }), 'not naming the old value: no replacement')
+  t.same(arbitrate([changed, old, mention]), [changed, mention], 'order kept, replaced note dropped')
+
+  const store = storeWith([old.text, changed.text])
+  t.teardown(() => store.close())
+  t.same(recallBlocks(store, '值班室分机号', { topK: 5 }).map((h) => h.text), [changed.text])
+  // Mutation: with arbitration off the stale number comes back.
+  t.same(recallBlocks(store, '值班室分机号', { topK: 5, arbitration: false }).map((h) => h.text).sort(), [old.text, changed.text].sort())
+})
+
+t.test('abstention: an absent exact string gives "no record", never unrelated hits', async (t) => {
+  const store = storeWith(['本机 13010 端口给内部网关用', 'billing 服务端口 8499'])
+  t.teardown(() => store.close())
+  const hits = recallBlocks(store, '本机 19999 端口是干什么的', { topK: 5 })
+  t.same(hits, [])
+  t.same(abstentionOf(hits), { missing: ['19999'], mentioned: ['本机', '端口'] })
+  t.same(Object.keys(hits), [], 'the reason is not enumerable')
+  // Mutation: with abstention off the same query returns the unrelated port notes.
+  t.ok(recallBlocks(store, '本机 19999 端口是干什么的', { topK: 5, abstain: false }).length > 0)
+  // Never abstains when one asked string is present, on vague or pure-Chinese queries, or on empty stores' words.
+  t.equal(abstentionOf(recallBlocks(store, '13010 和 19999 哪个是网关', { topK: 5 })), undefined)
+  t.equal(abstentionOf(recallBlocks(store, '那个 19999 端口呢', { topK: 5 })), undefined, 'vague pointer')
+  t.equal(abstentionOf(recallBlocks(store, '监控面板的端口', { topK: 5 })), undefined, 'pure Chinese')
+})
+
+t.test('abstention: only specific numeric strings decide; dates never do', async (t) => {
+  t.same(decisiveSymbols('端口 19999', ['19999']), ['19999'])
+  t.same(decisiveSymbols('nginx 80 端口', ['80']), ['80'], 'a two-digit port decides')
+  t.same(decisiveSymbols('v2.3.9 发布了吗', ['v2.3.9']), ['v2.3.9'])
+  t.same(decisiveSymbols('what happened in 2023', ['2023']), [], 'a year')
+  t.same(decisiveSymbols('on October 13, 2023', ['13', '2023']), [], 'a day beside a month')
+  t.same(decisiveSymbols('5月13日的会', ['13']), [], 'a day beside 月')
+  t.same(decisiveSymbols('finished on 8th December', ['8th']), [], 'an ordinal')
+  t.same(decisiveSymbols('artists/bands', ['artists/bands']), [], 'no digit')
+  t.same(decisiveSymbols('之前那个 8080', ['8080']), [], 'vague pointer')
+  t.same(decisiveSymbols('7 号', ['7']), [], 'one character')
+})
