@@ -18,21 +18,26 @@ export interface HybridBenchOptions {
 }
 
 /**
- * An embedder that remembers every vector it has seen, so the corpus is embedded over HTTP once
- * per run and each per-scope store's backfill is a cache read. Queries go to the endpoint the
- * first time they are seen (the latency a user pays); repeated runs (the fusion comparison)
- * reuse them.
+ * An embedder that remembers the corpus vectors, so the corpus is embedded over HTTP once per run
+ * and each per-scope store's backfill is a cache read. After `freeze()` nothing new is cached:
+ * every query goes to the endpoint every time (the latency a user pays, also with `--repeat`).
  */
 export class CachedEmbedder implements Embedder {
   private readonly inner: Embedder
   private readonly cache = new Map<string, Float32Array>()
+  private frozen = false
   constructor(inner: Embedder) {
     this.inner = inner
   }
   get model(): string { return this.inner.model }
   get dims(): number { return this.inner.dims }
   get languages(): readonly string[] { return this.inner.languages }
+  /** Stops caching: later texts are always sent to the endpoint. */
+  freeze(): void {
+    this.frozen = true
+  }
   async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
+    if (this.frozen && texts.some((t) => !this.cache.has(t))) return this.inner.embed(texts, options)
     const missing = [...new Set(texts.filter((t) => !this.cache.has(t)))]
     if (missing.length > 0) {
       const vectors = await this.inner.embed(missing, options)
@@ -47,6 +52,7 @@ export async function benchEmbedder(set: EvalSet, options: HybridBenchOptions): 
   const http = new HttpEmbedder({ baseUrl: options.url, model: options.model, languages: options.languages, batchSize: 64, timeoutMs: 120_000 })
   const cached = new CachedEmbedder(http)
   await cached.embed(set.blocks.map((b) => b.text.normalize('NFC').trim()))
+  cached.freeze()
   return cached
 }
 

@@ -21,7 +21,7 @@ export interface HybridOptions extends RecallOptions {
   budgetMs?: number
   /** Fusion formula (default: the measured best, see docs/embeddings.md). */
   fusion?: FusionMethod
-  /** Vector weight for `weighted` and `rrf` fusion (default 0.4). */
+  /** Vector weight for `weighted` and `rrf` fusion (default 0.3). */
   vectorWeight?: number
   /** Candidates taken from each path before fusion (default 100). */
   candidates?: number
@@ -34,7 +34,7 @@ export const DEFAULT_BUDGET_MS = 300
 /** Default fusion, chosen on the dev sets (docs/embeddings.md "Fusion"). */
 export const DEFAULT_FUSION: FusionMethod = 'weighted'
 /** Default vector weight, chosen on the dev sets (docs/embeddings.md "Fusion"). */
-export const DEFAULT_VECTOR_WEIGHT = 0.4
+export const DEFAULT_VECTOR_WEIGHT = 0.3
 /** Default floor for a vector candidate's cosine. */
 export const DEFAULT_MIN_COSINE = 0.2
 const RRF_K = 60
