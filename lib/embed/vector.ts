@@ -21,25 +21,6 @@ export function acceptVector(values: unknown, dims: number): Float32Array {
   return out
 }
 
-/** Scales `v` to unit length in place (a zero vector stays zero). */
-export function normalizeInPlace(v: Float32Array): Float32Array {
-  let norm = 0
-  for (let i = 0; i < v.length; i++) norm += v[i]! * v[i]!
-  if (norm > 0) {
-    const scale = 1 / Math.sqrt(norm)
-    for (let i = 0; i < v.length; i++) v[i]! *= scale
-  }
-  return v
-}
-
-/** Dot product; equals cosine for unit vectors. 0 when lengths differ or the result is not finite. */
-export function dot(a: Float32Array, b: Float32Array): number {
-  if (a.length !== b.length) return 0
-  let s = 0
-  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!
-  return Number.isFinite(s) ? s : 0
-}
-
 /** The vector as a little-endian float32 blob for SQLite. */
 export function toBlob(v: Float32Array): Uint8Array {
   return new Uint8Array(v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength))

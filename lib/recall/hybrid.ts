@@ -90,7 +90,7 @@ export function markDegraded(hits: HybridHits, reason: DegradedReason): HybridHi
 }
 
 /** Maps an embedder failure to the reason recall reports. */
-export function reasonOf(error: unknown): DegradedReason {
+function reasonOf(error: unknown): DegradedReason {
   if (error instanceof EmbedError) {
     if (error.kind === 'timeout' || error.kind === 'aborted') return 'timeout'
     if (error.kind === 'circuit_open') return 'circuit_open'
