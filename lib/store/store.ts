@@ -52,6 +52,7 @@ export class BlockStore {
   private readonly statements = new Map<string, StatementSync>()
   private readonly matchCounts = new Map<string, number>()
   private matchCountsVersion = -1
+  private vocabReady = false
   private closed = false
 
   /** Opens (creating if needed) the store at `path`; `:memory:` gives a private in-memory store. */
@@ -169,6 +170,24 @@ export class BlockStore {
     const n = Number(row.n)
     this.matchCounts.set(match, n)
     return n
+  }
+
+  /**
+   * How many blocks contain each of these CJK bigrams (document frequency in the `cjk` column),
+   * in one read of the FTS index's vocabulary; absent bigrams are missing from the map. Recall
+   * uses it to keep a long query's most specific bigrams.
+   */
+  cjkDocumentFrequencies(bigrams: readonly string[]): Map<string, number> {
+    const out = new Map<string, number>()
+    if (bigrams.length === 0) return out
+    if (!this.vocabReady) {
+      this.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.stablemem_vocab USING fts5vocab(main, 'blocks_fts', 'col')")
+      this.vocabReady = true
+    }
+    const rows = this.stmt('vocab', `SELECT term, doc FROM temp.stablemem_vocab
+      WHERE col = 'cjk' AND term IN (SELECT value FROM json_each(?))`).all(JSON.stringify(bigrams))
+    for (const row of rows) out.set(String(row.term), Number(row.doc))
+    return out
   }
 
   /** Records that these blocks were recalled (count and last access time), for later cooling. */

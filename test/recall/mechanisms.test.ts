@@ -3,7 +3,7 @@ import { abstentionOf, decisiveSymbols } from '../../lib/recall/abstain.ts'
 import { arbitrate, replacesValue } from '../../lib/recall/arbitration.ts'
 import { coverage } from '../../lib/recall/coverage.ts'
 import { matchAny } from '../../lib/recall/fts-query.ts'
-import { recallBlocks } from '../../lib/recall/recall.ts'
+import { recallBlocks, specificTerms } from '../../lib/recall/recall.ts'
 import { applySceneContext } from '../../lib/recall/scene-context.ts'
 import { analyzeQuery, LAST_TURN_WEIGHT, queryTurns } from '../../lib/recall/symbols.ts'
 import { BlockStore } from '../../lib/store/store.ts'
@@ -136,6 +136,11 @@ t.test('abstention: an absent exact string gives "no record", never unrelated hi
   t.equal(abstentionOf(recallBlocks(store, '13010 和 19999 哪个是网关', { topK: 5 })), undefined)
   t.equal(abstentionOf(recallBlocks(store, '那个 19999 端口呢', { topK: 5 })), undefined, 'vague pointer')
   t.equal(abstentionOf(recallBlocks(store, '监控面板的端口', { topK: 5 })), undefined, 'pure Chinese')
+  const versions = storeWith(['网关升级到 v2.3.1', 'agent 版本 1.4.0'])
+  t.teardown(() => versions.close())
+  t.equal(abstentionOf(recallBlocks(versions, '2.3.1 升级了什么', { topK: 5 })), undefined, 'a version is found without its v')
+  t.equal(abstentionOf(recallBlocks(versions, 'v1.4.0 是哪个组件', { topK: 5 })), undefined, '… and with it')
+  t.ok(abstentionOf(recallBlocks(versions, 'v1.5.0 是哪个组件', { topK: 5 })), 'another version still abstains')
 })
 
 t.test('abstention: only specific numeric strings decide; dates never do', async (t) => {
@@ -149,4 +154,25 @@ t.test('abstention: only specific numeric strings decide; dates never do', async
   t.same(decisiveSymbols('artists/bands', ['artists/bands']), [], 'no digit')
   t.same(decisiveSymbols('之前那个 8080', ['8080']), [], 'vague pointer')
   t.same(decisiveSymbols('7 号', ['7']), [], 'one character')
+})
+
+t.test('long queries keep their rarest terms; absent terms are dropped', async (t) => {
+  const common = '我们今天一起去公园散步聊天'
+  const filler = Array.from({ length: 30 }, (_, i) => `${common}第${i}页 really good common words`)
+  const store = storeWith([...filler, '元旦晚会表演魔术', 'grafana dashboard panel'])
+  t.teardown(() => store.close())
+  const prose = '春眠不觉晓处处闻啼鸟夜来风雨声花落知多少床前明月光疑是地上霜举头望明月低头思故乡白日依山尽黄河入海流欲穷千里目更上一层楼'
+  const latin = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu amber basil cedar dune ember fjord grove heath inlet jasper'
+  const chat = `A: ${common}，${prose}\nB: ${latin} really good common words\nA: 元旦晚会要表演魔术\nB: grafana dashboard really good`
+  const full = analyzeQuery(chat)
+  t.ok(full.cjkBigrams.length > 64 && full.words.length > 32, 'a long query')
+  const kept = specificTerms(store, full)
+  t.ok(kept.cjkBigrams.length <= 64 && kept.words.length <= 32, 'bounded')
+  t.ok(kept.cjkBigrams.includes('魔术') && kept.cjkBigrams.includes('元旦'), 'rare bigrams kept')
+  t.notOk(kept.cjkBigrams.includes('明月'), 'a bigram no note holds is dropped')
+  t.ok(kept.words.includes('grafana'), 'rare word kept')
+  t.notOk(kept.words.includes('zulu'), 'a word no note holds is dropped')
+  t.same(recallBlocks(store, chat, { topK: 2 }).map((h) => h.text).sort(), ['grafana dashboard panel', '元旦晚会表演魔术'].sort(), 'the two rare notes lead')
+  const short = analyzeQuery('元旦晚会')
+  t.equal(specificTerms(store, short), short, 'short queries pass through untouched')
 })
