@@ -16,6 +16,8 @@ import { BlockStore } from '../lib/store/store.ts'
 import { EvalSetError, readEvalSet, type EvalBlock, type EvalSet } from './recall/eval-set.ts'
 import { FLOORS, FloorIndex, type FloorName } from './recall/floors.ts'
 import { byCategory, metrics, quantile, round, type Metrics, type Outcome } from './recall/metrics.ts'
+import { benchEmbedder, hybridRecallFn } from './recall/hybrid.ts'
+import type { FusionMethod } from '../lib/recall/hybrid.ts'
 
 /** A recall under test: what the bench calls once per query. */
 export type RecallFn = (store: BlockStore, query: string, options: { topK: number }) => Hit[] | Promise<Hit[]>
@@ -203,10 +205,13 @@ interface CliArgs {
   ks: number[]
   json: boolean
   repeat: number
+  embedUrl: string
+  embedModel: string
+  fusion: FusionMethod | undefined
 }
 
 function parseArgs(argv: readonly string[]): CliArgs {
-  const args: CliArgs = { data: '', mode: undefined, ks: [5, 10], json: false, repeat: 1 }
+  const args: CliArgs = { data: '', mode: undefined, ks: [5, 10], json: false, repeat: 1, embedUrl: '', embedModel: 'default', fusion: undefined }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!
     const value = () => {
@@ -215,6 +220,9 @@ function parseArgs(argv: readonly string[]): CliArgs {
       return v
     }
     if (flag === '--data') args.data = value()
+    else if (flag === '--embed-url') args.embedUrl = value()
+    else if (flag === '--embed-model') args.embedModel = value()
+    else if (flag === '--fusion') args.fusion = value() as FusionMethod
     else if (flag === '--json') args.json = true
     else if (flag === '--mode') {
       const mode = value()
@@ -226,7 +234,7 @@ function parseArgs(argv: readonly string[]): CliArgs {
     } else if (flag === '--repeat') {
       args.repeat = Number(value())
       if (!Number.isInteger(args.repeat) || args.repeat < 1 || args.repeat > 50) throw new EvalSetError('--repeat must be an integer 1…50')
-    } else throw new EvalSetError(`unknown option ${flag} (usage: --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json])`)
+    } else throw new EvalSetError(`unknown option ${flag} (usage: --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--embed-url <url> [--embed-model <name>] [--fusion ha|weighted|rrf]])`)
   }
   if (args.data === '') throw new EvalSetError('--data <dir> is required (a folder with corpus.jsonl and queries.jsonl)')
   return args
@@ -237,7 +245,11 @@ async function main(): Promise<void> {
     const args = parseArgs(process.argv.slice(2))
     const set = readEvalSet(args.data)
     const mode = args.mode ?? (set.scopes.length > 1 ? 'scoped' : 'global')
-    const { result, tables } = await runRecallBench(set, { mode, ks: args.ks, repeat: args.repeat })
+    const embed = args.embedUrl === '' ? undefined : { url: args.embedUrl, model: args.embedModel, languages: ['en'], fusion: args.fusion }
+    const hybrid = embed ? hybridRecallFn(await benchEmbedder(set, embed), embed) : undefined
+    const label = embed ? `recallBlocksHybrid(store, HttpEmbedder ${embed.url} ${embed.model} [en], fusion ${embed.fusion ?? 'default'})` : undefined
+    const { result, tables } = await runRecallBench(set, { mode, ks: args.ks, repeat: args.repeat, recall: hybrid?.recall, label })
+    if (hybrid) result.degraded = hybrid.degraded
     process.stdout.write(`${tables}\n`)
     if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`)
   } catch (error) {

@@ -14,7 +14,46 @@ export interface Config {
   maxBlockChars: number
   toolName: string
   secrets: SecretsPolicy
+  embed: EmbedConfig
 }
+
+/** Optional embedding endpoint (`embed:`); off while `baseUrl` is empty. */
+export interface EmbedConfig {
+  baseUrl: string
+  model: string
+  apiKey: string
+  apiKeyEnv: string
+  dims: number
+  languages: string[]
+  timeoutMs: number
+  batchSize: number
+  recallBudgetMs: number
+  minCosine: number
+}
+
+/** Schema of `embed:`; every field has a default, so the whole block may be omitted. */
+export const EmbedConfig: Schema<EmbedConfig> = Schema.object({
+  baseUrl: Schema.string().default('')
+    .description('Base URL of an OpenAI-compatible embeddings API (OpenAI, Ollama, vLLM, TEI, SiliconFlow …); `/embeddings` is appended. Empty (default): no vectors, lexical recall only, no network traffic.'),
+  model: Schema.string().default('')
+    .description('Embedding model name sent with every request and stored with every vector; changing it starts a new vector set (run the backfill).'),
+  apiKey: Schema.string().role('secret').default('')
+    .description('API key of the endpoint. Prefer `apiKeyEnv` so the key stays out of config files.'),
+  apiKeyEnv: Schema.string().pattern(/^[A-Za-z_][A-Za-z0-9_]*$|^$/).default('')
+    .description('Name of the environment variable holding the API key, read when the plugin starts (used when `apiKey` is empty).'),
+  dims: Schema.natural().max(65_536).default(0)
+    .description('Expected vector length; an answer of another length is rejected. 0: taken from the first answer.'),
+  languages: Schema.array(Schema.string().pattern(/^[a-z]{2,3}$/)).default(['en'])
+    .description('Languages the model handles well (`en`, `zh`, …). Vectors take part in recall only for queries and notes in these languages; others get the lexical result.'),
+  timeoutMs: Schema.natural().min(100).max(600_000).default(10_000)
+    .description('Timeout of one HTTP request, in ms (background embedding of notes).'),
+  batchSize: Schema.natural().min(1).max(2048).default(32)
+    .description('Texts per embeddings request.'),
+  recallBudgetMs: Schema.natural().min(10).max(10_000).default(300)
+    .description('How long recall waits for the query vector, in ms; when it runs out the turn gets the lexical result.'),
+  minCosine: Schema.number().min(-1).max(1).default(0.2)
+    .description('Vector candidates whose cosine to the query is below this are ignored, so an unrelated note is never recalled on vector rank alone.'),
+})
 
 /**
  * The configuration schema. Cordis validates it before `apply`, so a malformed value fails the
@@ -42,6 +81,7 @@ export const Config: Schema<Config> = Schema.object({
     .description('Credentials in a note (API keys, tokens, private keys, passwords in URLs or `password=`): ' +
       '`redact` stores the note with them masked, `refuse` rejects the note with an error, `allow` stores them as written. ' +
       'Recalled notes are masked again before they reach the prompt, whatever this says.'),
+  embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */

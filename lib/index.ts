@@ -39,13 +39,17 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   })
 }
 
-export { Config, defaultStorePath, resolveConfig } from './config.ts'
+export { Config, EmbedConfig, defaultStorePath, resolveConfig } from './config.ts'
 export { StableMemError, type StableMemErrorCode } from './errors.ts'
 export { recallBlocks } from './recall/recall.ts'
-export { recallBlocksHybrid } from './recall/hybrid.ts'
+export { recallBlocksHybrid, type FusionMethod, type HybridOptions } from './recall/hybrid.ts'
 export { abstentionOf, isAbstention, type Abstention, type RecallHits } from './recall/abstain.ts'
 export type { DegradedReason, Hit, HybridHits, RecallOptions } from './recall/types.ts'
+export { EmbedError, type EmbedErrorKind, type EmbedOptions, type Embedder } from './embed/types.ts'
+export { HttpEmbedder, type HttpEmbedderOptions } from './embed/http.ts'
+export { embedderFromConfig } from './embed/from-config.ts'
+export { backfillVectors, type BackfillOptions, type BackfillProgress } from './embed/backfill.ts'
 export { blockId } from './store/block-id.ts'
 export { BlockStore, type StoreOptions } from './store/store.ts'
 export type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './store/types.ts'
-export { StableMem, type ServiceStats } from './service.ts'
+export { StableMem, type ServiceStats, type VectorStats } from './service.ts'

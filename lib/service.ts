@@ -1,8 +1,12 @@
 import { Service, type Context } from '@deepseek-ai/cordis'
 import type { Config } from './config.ts'
 import { StableMemError } from './errors.ts'
+import { embedderFromConfig } from './embed/from-config.ts'
+import type { HttpEmbedder } from './embed/http.ts'
+import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
+import { isAbstention } from './recall/abstain.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
-import type { HybridHits } from './recall/types.ts'
+import { DEGRADED_REASONS, type DegradedReason, type HybridHits } from './recall/types.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
@@ -22,7 +26,28 @@ export interface ServiceStats extends Partial<StoreStats> {
   recallFailures: number
   /** Recall messages injected into turns. */
   injections: number
+  /** Recalls in which vectors took part. */
+  hybridRecalls: number
+  /** Recalls that fell back to the lexical result, by reason. */
+  recallDegraded: Record<DegradedReason, number>
+  /** The embedder and the background vector writer; absent while `embed.baseUrl` is empty. */
+  vectors?: VectorStats
 }
+
+/** The vector side of `stats()`. */
+export interface VectorStats extends Partial<VectorizerStats> {
+  model: string
+  dims: number
+  /** Vectors stored for this model and dims. */
+  stored?: number
+  /** `closed`, `open` or `half_open`. */
+  circuit: string
+  /** Why the embedder could not be created from the configuration, if it could not. */
+  error?: string
+}
+
+/** Degraded reasons that mean something is wrong (shown in the prompt context line); the rest are by design. */
+const FAILURE_REASONS: readonly DegradedReason[] = ['timeout', 'circuit_open', 'embed_error', 'no_vectors']
 
 /**
  * The `ctx.stablemem` service: the one typed memory API other plugins build on. It owns the store
@@ -39,11 +64,23 @@ export class StableMem extends Service {
   private failure: string | undefined
   private recallFailureCount = 0
   private injectionCount = 0
+  private hybridCount = 0
+  private lastDegraded: DegradedReason | undefined
+  private readonly degradedCounts = Object.fromEntries(DEGRADED_REASONS.map((r) => [r, 0])) as Record<DegradedReason, number>
+  private readonly embedder: HttpEmbedder | null = null
+  private readonly embedderError: string | undefined
+  private vectorizer: BlockVectorizer | undefined
 
   constructor(ctx: Context, config: Config & { resolvedPath: string }) {
     super(ctx, 'stablemem')
     this.config = config
     this.storePath = config.resolvedPath
+    try {
+      this.embedder = embedderFromConfig(config.embed)
+    } catch (error) {
+      this.embedderError = error instanceof Error ? error.message : String(error)
+      ctx.logger('stablemem').warn('vectors disabled: %s', this.embedderError)
+    }
     ctx.effect(() => () => this.close(), 'stablemem.close')
   }
 
@@ -51,35 +88,75 @@ export class StableMem extends Service {
   async [Service.init](): Promise<void> {
     try {
       this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets })
+      if (this.embedder) {
+        const logger = this.ctx.logger('stablemem')
+        this.vectorizer = new BlockVectorizer(this.store, this.embedder, {
+          batchSize: this.config.embed.batchSize,
+          onError: (error) => logger.warn('embedding notes failed (they wait for the next backfill): %s', error instanceof Error ? error.message : String(error)),
+        })
+        this.vectorizer.start()
+      }
     } catch (error) {
       this.failure = error instanceof Error ? error.message : String(error)
       this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)
     }
   }
 
-  /** Stores a note; idempotent by content (the id is the text's hash). `supersedes` retires an older note from recall. */
+  /**
+   * Stores a note; idempotent by content (the id is the text's hash). `supersedes` retires an older
+   * note from recall. A new note's vector is computed afterwards in the background: commit never
+   * waits for the embedder.
+   */
   async commit(input: CommitInput): Promise<CommitResult> {
-    return this.use((store) => store.commit(input))
+    const result = this.use((store) => store.commit(input))
+    if (result.created) this.vectorizer?.enqueue([result.id])
+    return result
   }
 
   /**
    * Recalls up to `topK` notes for a query, best first. Returned notes count as accesses unless
-   * `recordAccess` is false (then call `recordAccess` for the ones actually used). When the query
-   * names a specific exact string the store lacks, the result is empty and carries a
-   * non-enumerable `abstained` reason (`abstentionOf`).
+   * `recordAccess` is false (then call `recordAccess` for the ones actually used). With an
+   * embedder, vectors take part when they can; otherwise the lexical result is returned and the
+   * reason counted (see `stats().recallDegraded`). When the query names a specific exact string
+   * the store lacks, the result is empty and carries a non-enumerable `abstained` reason (`abstentionOf`).
    */
   async recall(query: string, options: { topK?: number, recordAccess?: boolean } = {}): Promise<HybridHits> {
     const store = this.open()
+    let hits: HybridHits
     try {
-      return await recallBlocksHybrid(store, null, query, { topK: options.topK, recordAccess: options.recordAccess ?? true })
+      hits = await recallBlocksHybrid(store, this.embedder, query, {
+        topK: options.topK, recordAccess: options.recordAccess ?? true,
+        budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
+      })
     } catch (error) {
       throw this.failed(store, error)
     }
+    if (isAbstention(hits)) return hits
+    this.lastDegraded = hits.degraded
+    if (hits.degraded) this.degradedCounts[hits.degraded]++
+    else this.hybridCount++
+    return hits
   }
 
   /** Counts these notes as accessed (count and time), e.g. the ones a caller showed to the model. */
   async recordAccess(ids: readonly string[]): Promise<void> {
     this.use((store) => store.recordAccess(ids))
+  }
+
+  /** Resolves when every queued note has its vector (or failed); for tests, the CLI and shutdown. */
+  async vectorsIdle(): Promise<void> {
+    await this.vectorizer?.idle()
+  }
+
+  /**
+   * A sentence for the prompt context line while vector recall is failing (the last recall
+   * degraded for a reason other than "not configured" or "language not declared"), with the
+   * counters of every failure reason; '' otherwise.
+   */
+  vectorHealthLine(): string {
+    if (!this.embedder || !this.lastDegraded || !FAILURE_REASONS.includes(this.lastDegraded)) return ''
+    const counts = FAILURE_REASONS.filter((r) => this.degradedCounts[r] > 0).map((r) => `${r} ${this.degradedCounts[r]}`).join(', ')
+    return `Vector recall is degraded (${counts}); notes are recalled by words only.`
   }
 
   /** The stored block with this id, or undefined. */
@@ -94,7 +171,13 @@ export class StableMem extends Service {
 
   /** Counts, file facts and health; never throws. */
   async stats(): Promise<ServiceStats> {
-    const health = { recallFailures: this.recallFailureCount, injections: this.injectionCount }
+    const health = {
+      recallFailures: this.recallFailureCount,
+      injections: this.injectionCount,
+      hybridRecalls: this.hybridCount,
+      recallDegraded: { ...this.degradedCounts },
+      ...(this.embedder || this.embedderError ? { vectors: this.vectorStats() } : {}),
+    }
     if (!this.store || this.store.isClosed) {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
     }
@@ -155,12 +238,20 @@ export class StableMem extends Service {
     return new StableMemError('unavailable', `long-term memory is unavailable: ${this.failure}`, { cause: error })
   }
 
+  private vectorStats(): VectorStats {
+    if (!this.embedder) return { model: this.config.embed.model, dims: this.config.embed.dims, circuit: 'closed', error: this.embedderError }
+    const { model, dims } = this.embedder
+    const stored = this.store && !this.store.isClosed && dims > 0 ? this.store.vectors.count(model, dims) : undefined
+    return { model, dims, ...(stored === undefined ? {} : { stored }), circuit: this.embedder.breaker.state, ...this.vectorizer?.stats() }
+  }
+
   private open(): BlockStore {
     if (this.store && !this.store.isClosed) return this.store
     throw new StableMemError('unavailable', `long-term memory is unavailable: ${this.failure ?? 'store is closed'}`)
   }
 
   private close(): void {
+    this.vectorizer?.close()
     this.store?.close()
   }
 }

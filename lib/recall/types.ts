@@ -21,7 +21,16 @@ export interface RecallOptions {
 }
 
 /** Why the hybrid recall fell back to the lexical result. */
-export type DegradedReason = 'no_embedder' | 'embed_error' | 'timeout' | 'circuit_open' | 'language_gated'
+export type DegradedReason =
+  | 'no_embedder'     // no embedder configured (the default)
+  | 'language_gated'  // the query's language is not one the embedder declares
+  | 'timeout'         // the query vector did not arrive within the recall budget
+  | 'circuit_open'    // the embedder failed repeatedly; it is not called for a while
+  | 'embed_error'     // the embedder answered with an error or an unusable vector
+  | 'no_vectors'      // no block has a vector for this model yet (backfill pending)
+
+/** Every degraded reason, in a stable order (stats and the context line list them this way). */
+export const DEGRADED_REASONS: readonly DegradedReason[] = ['no_embedder', 'language_gated', 'timeout', 'circuit_open', 'embed_error', 'no_vectors']
 
 /** The hybrid result: the hits, plus a non-enumerable `degraded` reason when vectors took no part (and `abstained`, see `abstain.ts`). */
 export type HybridHits = RecallHits & { readonly degraded?: DegradedReason }

@@ -53,6 +53,21 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE blocks ADD COLUMN superseded_by TEXT;
   CREATE INDEX blocks_superseded ON blocks(superseded_by) WHERE superseded_by IS NOT NULL;
   `,
+  // v3: block vectors, one per (model, dims, block), as little-endian float32 blobs.
+  // `seq` orders writes so an in-memory index can load only what is new.
+  `
+  CREATE TABLE vectors (
+    seq        INTEGER PRIMARY KEY,
+    block_id   TEXT    NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+    model      TEXT    NOT NULL,
+    dims       INTEGER NOT NULL,
+    lang       TEXT    NOT NULL,
+    vector     BLOB    NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (model, dims, block_id)
+  );
+  CREATE INDEX vectors_space_seq ON vectors(model, dims, seq);
+  `,
 ]
 
 /** The schema version this code writes and reads. */

@@ -8,6 +8,7 @@ import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
+import { VectorTable } from './vectors.ts'
 
 /** Options for opening a store file. */
 export interface StoreOptions {
@@ -60,6 +61,8 @@ export class BlockStore {
   readonly path: string
   readonly maxBlockChars: number
   readonly secrets: SecretsPolicy
+  /** Block vectors and centroids (written by `lib/embed/`, after commit). */
+  readonly vectors: VectorTable
   private readonly db: DatabaseSync
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
@@ -100,6 +103,7 @@ export class BlockStore {
       throw new StableMemError('unavailable', `cannot use store ${path}: ${(error as Error).message}`, { cause: error })
     }
     this.db = db
+    this.vectors = new VectorTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
   }
 
   /** Stores one block; idempotent by content. See `commitMany`. */

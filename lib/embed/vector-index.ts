@@ -1,0 +1,162 @@
+import type { BlockStore } from '../store/store.ts'
+import type { StoredVector } from '../store/vectors.ts'
+import { centre, usableCentroid } from './centroid.ts'
+
+/** Rows read per query while loading. */
+const PAGE = 4096
+
+/** A nearest-neighbour hit: block id and cosine (centred when the centroid is in use). */
+export interface VectorHit {
+  id: string
+  score: number
+}
+
+/**
+ * Brute-force cosine search over one contiguous Float32Array per vector space (model, dims),
+ * loaded from the store once and then extended with only the vectors written since (by `seq`).
+ * Chosen over sqlite-vec by measurement (docs/embeddings.md): about 3× faster in the same run,
+ * exact, and no native extension to ship. Rows are stored centred when the centroid is in use; a change of that
+ * decision reloads the space.
+ */
+export class VectorIndex {
+  readonly model: string
+  readonly dims: number
+  private data = new Float32Array(0)
+  private ids: string[] = []
+  private rowOf = new Map<string, number>()
+  private langs: string[] = []
+  private lastSeq = 0
+  private centroid: Float32Array | null = null
+
+  constructor(model: string, dims: number) {
+    this.model = model
+    this.dims = dims
+  }
+
+  /** Number of vectors loaded. */
+  get size(): number {
+    return this.ids.length
+  }
+
+  /** True when centring is in use. */
+  get centred(): boolean {
+    return this.centroid !== null
+  }
+
+  /** Loads vectors written since the last refresh; reloads everything if the centroid decision changed. */
+  refresh(store: BlockStore): void {
+    const centroid = usableCentroid(store, this.model, this.dims)
+    if (!sameVector(centroid, this.centroid)) {
+      this.centroid = centroid
+      this.data = new Float32Array(0)
+      this.ids = []
+      this.rowOf = new Map()
+      this.langs = []
+      this.lastSeq = 0
+    }
+    const dims = this.dims
+    for (let page = store.vectors.since(this.model, dims, this.lastSeq, PAGE); page.length > 0; page = store.vectors.since(this.model, dims, this.lastSeq, PAGE)) {
+      for (const row of page) this.append(row)
+    }
+  }
+
+  /** Copies one stored row into the contiguous array (centred when the centroid is in use). */
+  private append(row: StoredVector): void {
+    const dims = this.dims
+    const bytesPerRow = dims * 4
+    this.lastSeq = row.seq
+    if (row.vector.byteLength !== bytesPerRow) return
+    const n = this.ids.length
+    if ((n + 1) * dims > this.data.length) {
+      const grown = new Float32Array(Math.max(dims * 1024, this.data.length * 2))
+      grown.set(this.data)
+      this.data = grown
+    }
+    new Uint8Array(this.data.buffer, n * bytesPerRow, bytesPerRow).set(row.vector)
+    if (this.centroid) this.data.set(centre(this.data.subarray(n * dims, (n + 1) * dims), this.centroid), n * dims)
+    this.rowOf.set(row.blockId, n)
+    this.ids.push(row.blockId)
+    this.langs.push(row.lang)
+  }
+
+  /**
+   * Cosine of the query to each of these blocks (same centring as `search`); blocks without a
+   * vector, or whose language fails `allow`, are left out.
+   */
+  scoreIds(query: Float32Array, ids: readonly string[], allow: (lang: string) => boolean): Map<string, number> {
+    const out = new Map<string, number>()
+    if (query.length !== this.dims) return out
+    const q = this.centroid ? centre(query, this.centroid) : query
+    const dims = this.dims
+    for (const id of ids) {
+      const r = this.rowOf.get(id)
+      if (r === undefined || !allow(this.langs[r]!)) continue
+      let s = 0
+      for (let i = 0, off = r * dims; i < dims; i++) s += this.data[off + i]! * q[i]!
+      out.set(id, s)
+    }
+    return out
+  }
+
+  /** The `k` nearest blocks to a unit query vector whose language passes `allow`, best first. */
+  search(query: Float32Array, k: number, allow: (lang: string) => boolean): VectorHit[] {
+    if (query.length !== this.dims || k <= 0) return []
+    const q = this.centroid ? centre(query, this.centroid) : query
+    const dims = this.dims
+    const data = this.data
+    const n = this.ids.length
+    const topIdx = new Int32Array(k).fill(-1)
+    const topScore = new Float64Array(k).fill(-Infinity)
+    let worst = -Infinity
+    const tail = dims - (dims % 4)
+    for (let r = 0, off = 0; r < n; r++, off += dims) {
+      // Four independent sums: measured ≈1.3× faster than one running sum in V8.
+      let s0 = 0
+      let s1 = 0
+      let s2 = 0
+      let s3 = 0
+      for (let i = 0; i < tail; i += 4) {
+        s0 += data[off + i]! * q[i]!
+        s1 += data[off + i + 1]! * q[i + 1]!
+        s2 += data[off + i + 2]! * q[i + 2]!
+        s3 += data[off + i + 3]! * q[i + 3]!
+      }
+      for (let i = tail; i < dims; i++) s0 += data[off + i]! * q[i]!
+      const s = s0 + s1 + s2 + s3
+      if (!(s > worst)) continue
+      if (!allow(this.langs[r]!)) continue
+      let j = k - 1
+      while (j > 0 && topScore[j - 1]! < s) {
+        topScore[j] = topScore[j - 1]!
+        topIdx[j] = topIdx[j - 1]!
+        j--
+      }
+      topScore[j] = s
+      topIdx[j] = r
+      worst = topScore[k - 1]!
+    }
+    const out: VectorHit[] = []
+    for (let j = 0; j < k && topIdx[j]! >= 0; j++) out.push({ id: this.ids[topIdx[j]!]!, score: topScore[j]! })
+    return out
+  }
+}
+
+const indexes = new WeakMap<BlockStore, Map<string, VectorIndex>>()
+
+/** The (cached, refreshed) index of one vector space of a store. */
+export function vectorIndexFor(store: BlockStore, model: string, dims: number): VectorIndex {
+  let perStore = indexes.get(store)
+  if (!perStore) indexes.set(store, perStore = new Map())
+  const key = `${dims}\u0000${model}`
+  let index = perStore.get(key)
+  if (!index) perStore.set(key, index = new VectorIndex(model, dims))
+  index.refresh(store)
+  return index
+}
+
+function sameVector(a: Float32Array | null, b: Float32Array | null): boolean {
+  if (a === null || b === null) return a === b
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
