@@ -29,6 +29,7 @@ export interface BackfillOptions {
  */
 export async function backfillVectors(store: BlockStore, embedder: Embedder, options: BackfillOptions = {}): Promise<BackfillProgress> {
   const batchSize = Math.max(1, options.batchSize ?? 64)
+  await learnDims(store, embedder, options.signal)
   const total = store.count() - (embedder.dims > 0 ? store.vectors.count(embedder.model, embedder.dims) : 0)
   const progress: BackfillProgress = { done: 0, total: Math.max(0, total) }
   let after = 0
@@ -43,6 +44,19 @@ export async function backfillVectors(store: BlockStore, embedder: Embedder, opt
   }
   if (embedder.dims > 0) refreshCentroid(store, embedder.model, embedder.dims)
   return progress
+}
+
+/**
+ * Vectors are kept per (model, dims), so "which blocks have no vector" can only be asked once the
+ * dims are known. An embedder configured without `dims` learns them from its first answer; one
+ * short request for the first block's opening words teaches it here. Without this, every backfill
+ * (one runs at each service start) asked about the empty 0-dims space: it embedded a first batch
+ * again and reported every note as missing.
+ */
+async function learnDims(store: BlockStore, embedder: Embedder, signal?: AbortSignal): Promise<void> {
+  if (embedder.dims > 0) return
+  const first = store.vectors.missing(embedder.model, 0, 0, 1)[0]
+  if (first !== undefined) await embedder.embed([first.text.slice(0, 64)], { signal })
 }
 
 /** Embeds these blocks and stores their vectors under the embedder's model and dims. */
