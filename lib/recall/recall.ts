@@ -143,12 +143,13 @@ export function specificTerms(store: BlockStore, analysis: QueryAnalysis): Query
 /**
  * Most postings (notes per term, summed over the searched terms) one query's FTS search reads,
  * unless its rarest term alone has more. FTS5 scores every note that holds any OR'ed term against
- * every term, so one term found in 8% of a 100k store ("服务", "plan") costs more than all the
+ * every term, so one term found in 8% of a 100k store ("服务") costs more than all the
  * others together, and the cost grows with the store. Such a term weighs little in bm25, and the
  * notes only it would add are outranked by those holding the rarer terms. On the evaluation sets
- * (≤ 2,760 notes) a bound of 2,000 changes no R@5; 500 would (docs/benchmarks.md).
+ * (≤ 2,760 notes) 1,500 loses no R@5 (LoCoMo global gains .0007); 1,000 and 500 would lose some
+ * (docs/benchmarks.md).
  */
-export const SEARCH_POSTINGS = 2_000
+export const SEARCH_POSTINGS = 1_500
 
 /**
  * The terms the FTS search runs on: the query's Latin words and CJK bigrams that some note holds
