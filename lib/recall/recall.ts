@@ -53,8 +53,8 @@ interface Candidate {
  * 1. Analyse the query into exact symbols, Latin words and CJK bigrams, each with a weight
  *    (`symbols.ts`; a pasted transcript loses its speaker labels and weighs repeated terms and
  *    its last turn more); a long query keeps its rarest terms (`specificTerms`).
- * 2. FTS5 generates candidates: an OR of every term by bm25, plus each exact symbol as a phrase.
- *    Superseded blocks are dropped.
+ * 2. FTS5 generates candidates: an OR by bm25 of the terms some note holds, rarest first within
+ *    a postings bound (`searchTerms`), plus each exact symbol as a phrase. Superseded blocks are dropped.
  * 3. Abstention: if the query names specific numeric strings and the store holds none of them,
  *    return no hits, marked with the reason (`abstain.ts`).
  * 4. Lexical score in [0, 1]: bm25 relative to the best candidate, blended with the share of the
