@@ -53,8 +53,8 @@ interface Candidate {
  * 1. Analyse the query into exact symbols, Latin words and CJK bigrams, each with a weight
  *    (`symbols.ts`; a pasted transcript loses its speaker labels and weighs repeated terms and
  *    its last turn more); a long query keeps its rarest terms (`specificTerms`).
- * 2. FTS5 generates candidates: an OR of every term by bm25, plus each exact symbol as a phrase.
- *    Superseded blocks are dropped.
+ * 2. FTS5 generates candidates: an OR by bm25 of the terms some note holds, rarest first within
+ *    a postings bound (`searchTerms`), plus each exact symbol as a phrase. Superseded blocks are dropped.
  * 3. Abstention: if the query names specific numeric strings and the store holds none of them,
  *    return no hits, marked with the reason (`abstain.ts`).
  * 4. Lexical score in [0, 1]: bm25 relative to the best candidate, blended with the share of the
@@ -79,7 +79,7 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
       if (known === undefined || c.bm25 < known) bm25.set(c.rowid, c.bm25)
     }
   }
-  addCandidates(matchAny(analysis), CANDIDATES)
+  addCandidates(matchAny(searchTerms(store, analysis)), CANDIDATES)
   for (const symbol of analysis.exact) addCandidates(matchPhrase(symbol), EXACT_CANDIDATES)
   const blocks = [...store.blocksByRowid([...bm25.keys()])].filter(([, block]) => block.supersededBy === null)
 
@@ -138,6 +138,39 @@ export function specificTerms(store: BlockStore, analysis: QueryAnalysis): Query
     words = rarest(words, new Map(words.map((w) => [w, store.matchCount(matchPhrase(w))])), MAX_QUERY_WORDS)
   }
   return cjkBigrams === analysis.cjkBigrams && words === analysis.words ? analysis : { ...analysis, cjkBigrams, words }
+}
+
+/**
+ * Most postings (notes per term, summed over the searched terms) one query's FTS search reads,
+ * unless its rarest term alone has more. FTS5 scores every note that holds any OR'ed term against
+ * every term, so one term found in 8% of a 100k store ("服务") costs more than all the
+ * others together, and the cost grows with the store. Such a term weighs little in bm25, and the
+ * notes only it would add are outranked by those holding the rarer terms. On the evaluation sets
+ * (≤ 2,760 notes) 1,500 loses no R@5 (LoCoMo global gains .0007); 1,000 and 500 would lose some
+ * (docs/benchmarks.md).
+ */
+export const SEARCH_POSTINGS = 1_500
+
+/**
+ * The terms the FTS search runs on: the query's Latin words and CJK bigrams that some note holds
+ * (a term no note holds scores nothing and only costs), rarest first while their postings fit in
+ * `postingsBound`, in query order. Only candidate generation and bm25 use this: coverage, the
+ * character backoff and the exact pin still see the whole query, and exact symbols are always searched.
+ */
+export function searchTerms(store: BlockStore, analysis: QueryAnalysis, postingsBound = SEARCH_POSTINGS): QueryAnalysis {
+  const df = store.cjkDocumentFrequencies(analysis.cjkBigrams)
+  for (const word of analysis.words) df.set(word, store.matchCount(matchPhrase(word)))
+  const present = [...analysis.words, ...analysis.cjkBigrams].filter((t) => df.get(t)! > 0)
+  present.sort((a, b) => df.get(a)! - df.get(b)! || (a < b ? -1 : a > b ? 1 : 0))
+  const kept = new Set<string>()
+  let postings = 0
+  for (const term of present) {
+    postings += df.get(term)!
+    if (kept.size > 0 && postings > postingsBound) break
+    kept.add(term)
+  }
+  const keep = (t: string) => kept.has(t)
+  return { ...analysis, words: analysis.words.filter(keep), cjkBigrams: analysis.cjkBigrams.filter(keep) }
 }
 
 /** The `limit` terms with the lowest non-zero frequency (ties: alphabetical), in their original order. */

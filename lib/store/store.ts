@@ -200,36 +200,55 @@ export class BlockStore {
    * other connection (`PRAGMA data_version`), so a store read far more than written pays once per term.
    */
   matchCount(match: string): number {
-    const version = Number((this.stmt('dataVersion', 'PRAGMA data_version').get() as { data_version: number }).data_version)
-    if (version !== this.matchCountsVersion) {
-      this.matchCounts.clear()
-      this.matchCountsVersion = version
-    }
-    const cached = this.matchCounts.get(match)
+    const counts = this.freshMatchCounts()
+    const cached = counts.get(match)
     if (cached !== undefined) return cached
     const row = this.stmt('matchCount', 'SELECT count(*) AS n FROM blocks_fts WHERE blocks_fts MATCH ?').get(match) as { n: number }
-    if (this.matchCounts.size >= MATCH_COUNT_CACHE) this.matchCounts.clear()
-    const n = Number(row.n)
-    this.matchCounts.set(match, n)
-    return n
+    return this.rememberCount(match, Number(row.n))
   }
 
   /**
-   * How many blocks contain each of these CJK bigrams (document frequency in the `cjk` column),
-   * in one read of the FTS index's vocabulary; absent bigrams are missing from the map. Recall
-   * uses it to keep a long query's most specific bigrams.
+   * How many blocks contain each of these CJK bigrams (document frequency in the `cjk` column);
+   * absent bigrams map to 0. Bigrams not yet cached are read from the FTS index's vocabulary in
+   * one statement, and all are cached like `matchCount`, so a query whose bigrams were seen
+   * before costs no SQL. Recall uses it to keep a query's most specific bigrams.
    */
   cjkDocumentFrequencies(bigrams: readonly string[]): Map<string, number> {
+    const counts = this.freshMatchCounts()
     const out = new Map<string, number>()
-    if (bigrams.length === 0) return out
+    const missing: string[] = []
+    for (const bigram of bigrams) {
+      const cached = counts.get(cjkCountKey(bigram))
+      if (cached !== undefined) out.set(bigram, cached)
+      else missing.push(bigram)
+    }
+    if (missing.length === 0) return out
     if (!this.vocabReady) {
       this.db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.stablemem_vocab USING fts5vocab(main, 'blocks_fts', 'col')")
       this.vocabReady = true
     }
     const rows = this.stmt('vocab', `SELECT term, doc FROM temp.stablemem_vocab
-      WHERE col = 'cjk' AND term IN (SELECT value FROM json_each(?))`).all(JSON.stringify(bigrams))
-    for (const row of rows) out.set(String(row.term), Number(row.doc))
+      WHERE col = 'cjk' AND term IN (SELECT value FROM json_each(?))`).all(JSON.stringify(missing))
+    const found = new Map(rows.map((row) => [String(row.term), Number(row.doc)]))
+    for (const bigram of missing) out.set(bigram, this.rememberCount(cjkCountKey(bigram), found.get(bigram) ?? 0))
     return out
+  }
+
+  /** The document-frequency cache, emptied first if any connection wrote since it was filled. */
+  private freshMatchCounts(): Map<string, number> {
+    const version = Number((this.stmt('dataVersion', 'PRAGMA data_version').get() as { data_version: number }).data_version)
+    if (version !== this.matchCountsVersion) {
+      this.matchCounts.clear()
+      this.matchCountsVersion = version
+    }
+    return this.matchCounts
+  }
+
+  /** Caches one document frequency (bounded: the cache starts over when full) and returns it. */
+  private rememberCount(key: string, n: number): number {
+    if (this.matchCounts.size >= MATCH_COUNT_CACHE) this.matchCounts.clear()
+    this.matchCounts.set(key, n)
+    return n
   }
 
   /**
@@ -548,4 +567,9 @@ function toBlock(row: readonly unknown[]): Block {
     lastAccessAt: row[8] === null ? null : Number(row[8]),
     supersededBy: row[9] === null ? null : String(row[9]),
   }
+}
+
+/** Cache key of a CJK bigram's document frequency; the NUL keeps it apart from every MATCH expression. */
+function cjkCountKey(bigram: string): string {
+  return `cjk\0${bigram}`
 }

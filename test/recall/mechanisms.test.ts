@@ -4,7 +4,7 @@ import { arbitrate, replacesValue } from '../../lib/recall/arbitration.ts'
 import { charOverlap, MAX_QUERY_CJK_CHARS, queryChars } from '../../lib/recall/char-overlap.ts'
 import { coverage } from '../../lib/recall/coverage.ts'
 import { matchAny } from '../../lib/recall/fts-query.ts'
-import { recallBlocks, specificTerms } from '../../lib/recall/recall.ts'
+import { recallBlocks, SEARCH_POSTINGS, searchTerms, specificTerms } from '../../lib/recall/recall.ts'
 import { applySceneContext } from '../../lib/recall/scene-context.ts'
 import { analyzeQuery, LAST_TURN_WEIGHT, MAX_TERM_WEIGHT, queryTurns } from '../../lib/recall/symbols.ts'
 import { BlockStore } from '../../lib/store/store.ts'
@@ -194,4 +194,25 @@ t.test('long queries keep their rarest terms; absent terms are dropped', async (
   t.same(recallBlocks(store, chat, { topK: 2 }).map((h) => h.text).sort(), ['grafana dashboard panel', '元旦晚会表演魔术'].sort(), 'the two rare notes lead')
   const short = analyzeQuery('元旦晚会')
   t.equal(specificTerms(store, short), short, 'short queries pass through untouched')
+})
+
+t.test('the FTS search skips common terms when rarer ones fit its postings bound; coverage still sees them', async (t) => {
+  const store = new BlockStore(':memory:')
+  t.teardown(() => store.close())
+  store.commitMany(Array.from({ length: SEARCH_POSTINGS + 50 }, (_, i) => ({ text: `server 服务 note ${i}` })))
+  store.commit({ text: 'kaulaith server 服务 runs the backups' })
+  store.commit({ text: 'kaulaith was renamed last week' })
+  const query = analyzeQuery('kaulaith server 服务 zorblax 明月')
+  const searched = searchTerms(store, query)
+  t.same([searched.words, searched.cjkBigrams], [['kaulaith'], []], 'only the rare term is searched; absent terms are dropped')
+  t.same(searched.exact, query.exact)
+  t.same(searchTerms(store, analyzeQuery('server 服务')).words, ['server'], 'the rarest term stays even above the bound')
+  t.same(recallBlocks(store, 'kaulaith server 服务', { topK: 1 }).map((h) => h.text), ['kaulaith server 服务 runs the backups'],
+    'the note holding the common words too still ranks first')
+  // Mutation: without the bound the common terms are searched as well.
+  t.same(searchTerms(store, query, Infinity).words, ['kaulaith', 'server'])
+  // The cached bigram frequencies follow this connection's commits.
+  t.equal(store.cjkDocumentFrequencies(['明月']).get('明月'), 0)
+  store.commit({ text: '明月几时有' })
+  t.equal(store.cjkDocumentFrequencies(['明月']).get('明月'), 1)
 })
