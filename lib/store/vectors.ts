@@ -68,6 +68,18 @@ export class VectorTable {
     return rows.map((r) => ({ rowid: Number(r.rowid), id: String(r.id), text: String(r.text) }))
   }
 
+  /**
+   * The text of the note saved just before this one in the same scene (highest lower rowid, not
+   * superseded), or null when the note has no scene or opens it. The embedder reads a note with
+   * it (`lib/embed/embed-text.ts`).
+   */
+  scenePredecessor(blockId: string): string | null {
+    const row = this.host.stmt('vec.scenePredecessor', `SELECT p.text AS text FROM blocks b
+      JOIN blocks p ON p.scene = b.scene AND p.rowid < b.rowid AND p.superseded_by IS NULL
+      WHERE b.id = ? AND b.scene <> '' ORDER BY p.rowid DESC LIMIT 1`).get(blockId) as { text: string } | undefined
+    return row === undefined ? null : String(row.text)
+  }
+
   /** How many vectors this space holds. */
   count(model: string, dims: number): number {
     const row = this.host.stmt('vec.count', 'SELECT count(*) AS n FROM vectors WHERE model = ? AND dims = ?').get(model, dims) as { n: number }
