@@ -30,6 +30,15 @@ export interface VectorTableHost {
 }
 
 /**
+ * The scene predecessor of a note. `p.scene <> ''` repeats what `b.scene <> ''` implies so the
+ * partial index `blocks_scene` serves the join (scene = ? AND rowid < ?); without it SQLite walks
+ * the rowids backwards, a scan of the library for a scene's first note and a quadratic backfill.
+ */
+export const SCENE_PREDECESSOR_SQL = `SELECT p.text AS text FROM blocks b
+  JOIN blocks p ON p.scene = b.scene AND p.scene <> '' AND p.rowid < b.rowid AND p.superseded_by IS NULL
+  WHERE b.id = ? AND b.scene <> '' ORDER BY p.rowid DESC LIMIT 1`
+
+/**
  * The `vectors` and `centroids` tables. Every read and write names (model, dims), so vectors of
  * two models can never meet in one search. Vectors are plain float32 blobs; the maths lives in
  * `lib/embed/`.
@@ -74,9 +83,7 @@ export class VectorTable {
    * it (`lib/embed/embed-text.ts`).
    */
   scenePredecessor(blockId: string): string | null {
-    const row = this.host.stmt('vec.scenePredecessor', `SELECT p.text AS text FROM blocks b
-      JOIN blocks p ON p.scene = b.scene AND p.rowid < b.rowid AND p.superseded_by IS NULL
-      WHERE b.id = ? AND b.scene <> '' ORDER BY p.rowid DESC LIMIT 1`).get(blockId) as { text: string } | undefined
+    const row = this.host.stmt('vec.scenePredecessor', SCENE_PREDECESSOR_SQL).get(blockId) as { text: string } | undefined
     return row === undefined ? null : String(row.text)
   }
 

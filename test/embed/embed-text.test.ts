@@ -1,8 +1,10 @@
+import { DatabaseSync } from 'node:sqlite'
 import t, { type Test } from 'tap'
 import { embedBlocks } from '../../lib/embed/backfill.ts'
 import { embeddingText, PREDECESSOR_CHARS } from '../../lib/embed/embed-text.ts'
 import type { EmbedOptions, Embedder } from '../../lib/embed/types.ts'
 import { BlockStore } from '../../lib/store/store.ts'
+import { SCENE_PREDECESSOR_SQL } from '../../lib/store/vectors.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 
 /** Stands in for the model: answers a fixed vector and remembers what it was asked to read. */
@@ -59,4 +61,23 @@ t.test('embeddingText keeps only the end of a long predecessor and ignores a bla
   t.equal(out.length, PREDECESSOR_CHARS + '\nnote'.length)
   t.equal(embeddingText('note', null), 'note')
   t.equal(embeddingText('note', '  '), 'note')
+})
+
+/** The query plan's lines for the scene-predecessor lookup, in a real store file. */
+function plan(t: Test, sql: string): string {
+  const path = tempStorePath()
+  new BlockStore(path).close()
+  const db = new DatabaseSync(path)
+  t.teardown(() => db.close())
+  return db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all('blk_x').map((r) => String(r.detail)).join('\n')
+}
+
+t.test('the scene-predecessor lookup is an index search, not a walk over the library', async (t) => {
+  t.match(plan(t, SCENE_PREDECESSOR_SQL), /SEARCH p USING INDEX blocks_scene \(scene=\? AND rowid<\?\)/)
+})
+
+t.test('mutation check: without the repeated scene condition the same assertion fails', async (t) => {
+  const unguarded = SCENE_PREDECESSOR_SQL.replace("AND p.scene <> '' ", '')
+  t.not(unguarded, SCENE_PREDECESSOR_SQL)
+  t.notMatch(plan(t, unguarded), /SEARCH p USING INDEX blocks_scene/)
 })
