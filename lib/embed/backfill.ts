@@ -1,5 +1,6 @@
 import type { BlockStore } from '../store/store.ts'
 import { refreshCentroid } from './centroid.ts'
+import { embeddingText } from './embed-text.ts'
 import { textLanguage } from './language.ts'
 import type { Embedder } from './types.ts'
 import { toBlob } from './vector.ts'
@@ -59,10 +60,10 @@ async function learnDims(store: BlockStore, embedder: Embedder, signal?: AbortSi
   if (first !== undefined) await embedder.embed([first.text.slice(0, 64)], { signal })
 }
 
-/** Embeds these blocks and stores their vectors under the embedder's model and dims. */
+/** Embeds these blocks, each read with its scene predecessor (`embed-text.ts`), and stores their vectors under the embedder's model and dims. */
 export async function embedBlocks(store: BlockStore, embedder: Embedder, blocks: ReadonlyArray<{ id: string, text: string }>, signal?: AbortSignal): Promise<number> {
   if (blocks.length === 0) return 0
-  const vectors = await embedder.embed(blocks.map((b) => b.text), { signal })
+  const vectors = await embedder.embed(blocks.map((b) => embeddingText(b.text, store.vectors.scenePredecessor(b.id))), { signal })
   if (store.isClosed) return 0
   return store.vectors.put(embedder.model, embedder.dims, blocks.map((b, i) => ({
     blockId: b.id,

@@ -30,6 +30,15 @@ export interface VectorTableHost {
 }
 
 /**
+ * The scene predecessor of a note. `p.scene <> ''` repeats what `b.scene <> ''` implies so the
+ * partial index `blocks_scene` serves the join (scene = ? AND rowid < ?); without it SQLite walks
+ * the rowids backwards, a scan of the library for a scene's first note and a quadratic backfill.
+ */
+export const SCENE_PREDECESSOR_SQL = `SELECT p.text AS text FROM blocks b
+  JOIN blocks p ON p.scene = b.scene AND p.scene <> '' AND p.rowid < b.rowid AND p.superseded_by IS NULL
+  WHERE b.id = ? AND b.scene <> '' ORDER BY p.rowid DESC LIMIT 1`
+
+/**
  * The `vectors` and `centroids` tables. Every read and write names (model, dims), so vectors of
  * two models can never meet in one search. Vectors are plain float32 blobs; the maths lives in
  * `lib/embed/`.
@@ -66,6 +75,16 @@ export class VectorTable {
       WHERE b.rowid > ? AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ? AND v.dims = ? AND v.block_id = b.id)
       ORDER BY b.rowid LIMIT ?`).all(afterRowid, model, dims, limit)
     return rows.map((r) => ({ rowid: Number(r.rowid), id: String(r.id), text: String(r.text) }))
+  }
+
+  /**
+   * The text of the note saved just before this one in the same scene (highest lower rowid, not
+   * superseded), or null when the note has no scene or opens it. The embedder reads a note with
+   * it (`lib/embed/embed-text.ts`).
+   */
+  scenePredecessor(blockId: string): string | null {
+    const row = this.host.stmt('vec.scenePredecessor', SCENE_PREDECESSOR_SQL).get(blockId) as { text: string } | undefined
+    return row === undefined ? null : String(row.text)
   }
 
   /** How many vectors this space holds. */
