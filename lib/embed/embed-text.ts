@@ -13,5 +13,8 @@ export const PREDECESSOR_CHARS = 512
 /** The text embedded for a note, given the text of its scene predecessor (null: none). */
 export function embeddingText(text: string, predecessor: string | null): string {
   if (predecessor === null || predecessor.trim() === '') return text
-  return `${predecessor.slice(-PREDECESSOR_CHARS)}\n${text}`
+  let tail = predecessor.slice(-PREDECESSOR_CHARS)
+  // The cut may land inside a surrogate pair; an unpaired half is not valid text for the embedder.
+  if (/^[\uDC00-\uDFFF]/.test(tail)) tail = tail.slice(1)
+  return `${tail}\n${text}`
 }

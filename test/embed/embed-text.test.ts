@@ -6,6 +6,7 @@ import type { EmbedOptions, Embedder } from '../../lib/embed/types.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { SCENE_PREDECESSOR_SQL } from '../../lib/store/vectors.ts'
 import { tempStorePath } from '../helpers/harness.ts'
+import { mutant } from '../helpers/mutant.ts'
 
 /** Stands in for the model: answers a fixed vector and remembers what it was asked to read. */
 class RecordingEmbedder implements Embedder {
@@ -80,4 +81,19 @@ t.test('mutation check: without the repeated scene condition the same assertion 
   const unguarded = SCENE_PREDECESSOR_SQL.replace("AND p.scene <> '' ", '')
   t.not(unguarded, SCENE_PREDECESSOR_SQL)
   t.notMatch(plan(t, unguarded), /SEARCH p USING INDEX blocks_scene/)
+})
+
+t.test('the kept end of a long predecessor never starts with half a surrogate pair', async (t) => {
+  const predecessor = '😀'.repeat(PREDECESSOR_CHARS) + 'x' // odd length: the cut lands on a low surrogate
+  const text = embeddingText('note', predecessor)
+  t.notOk(/(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text), 'no unpaired low surrogate')
+  t.ok(text.startsWith('😀') && text.endsWith('😀x\nnote'), 'starts on a whole pair')
+  t.equal(embeddingText('note', 'short'), 'short\nnote')
+})
+
+t.test('mutation: without the surrogate guard the cut can start with half a pair', async (t) => {
+  const m = mutant({ file: 'embed/embed-text.ts', from: '  if (/^[\\uDC00-\\uDFFF]/.test(tail)) tail = tail.slice(1)\n', to: '' })
+  t.teardown(() => m.remove())
+  const { embeddingText: unguarded } = await m.load<typeof import('../../lib/embed/embed-text.ts')>('embed/embed-text.ts')
+  t.ok(/^[\uDC00-\uDFFF]/.test(unguarded('note', '😀'.repeat(PREDECESSOR_CHARS) + 'x')), 'the mutant starts with an unpaired low surrogate')
 })
