@@ -99,3 +99,15 @@ t.test('a superseded note keeps its supersede mark and edge through export and i
   const { recallBlocks } = await import('../lib/recall/recall.ts')
   t.same(recallBlocks(dst, '值班室分机号').map((h) => h.id), [current.id], 'the imported old value is not recalled')
 })
+
+t.test('an imported edge is checked and stored in its normalised spelling, like link', async (t) => {
+  const store = new BlockStore(tempStorePath())
+  t.teardown(() => store.close())
+  const a = store.commit({ text: 'note a' }).id
+  const missing = blockId('never stored')
+  t.throws(() => store.importEdge({ sourceKind: ' block', sourceId: missing, targetKind: 'block', targetId: a, type: 'related', createdAt: 5 }),
+    { code: 'not_found' }, "' block' cannot slip past the endpoint check")
+  t.same(store.importEdge({ sourceKind: ' block ', sourceId: a, targetKind: 'block', targetId: a, type: ' related', createdAt: 5 }), { created: true })
+  t.same(store.importEdge({ sourceKind: 'block', sourceId: a, targetKind: 'block', targetId: a, type: 'related', createdAt: 9 }), { created: false }, 'the same edge, spelled plainly, is a duplicate')
+  t.same(store.edgesOf('block', a).map((e) => [e.sourceKind, e.type, e.createdAt]), [['block', 'related', 5]])
+})

@@ -275,9 +275,16 @@ export class BlockStore {
    * A `block` endpoint must exist, so an edge can never point at nothing.
    */
   link(edge: EdgeInput): { created: boolean } {
+    return this.insertEdge(edge, this.now())
+  }
+
+  /**
+   * The one edge writer behind `link` and `importEdge`. It stores the normalised fields it
+   * checked: checking one spelling and writing another would let ' block' slip past the endpoint
+   * check and break uniqueness.
+   */
+  private insertEdge(edge: EdgeInput, createdAt: number): { created: boolean } {
     if (edge === null || typeof edge !== 'object') throw new StableMemError('invalid_input', 'edge must be an object')
-    // Store the normalised fields: checking one spelling and writing another would let
-    // ' block' slip past the endpoint check and break uniqueness.
     const [sourceKind, sourceId, targetKind, targetId, type] = (['sourceKind', 'sourceId', 'targetKind', 'targetId', 'type'] as const)
       .map((field) => checkTag(edge[field], field, true)) as [string, string, string, string, string]
     for (const [kind, id, field] of [[sourceKind, sourceId, 'sourceId'], [targetKind, targetId, 'targetId']] as const) {
@@ -285,7 +292,7 @@ export class BlockStore {
     }
     const result = this.stmt('link', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
       VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
-      .run(sourceKind, sourceId, targetKind, targetId, type, this.now())
+      .run(sourceKind, sourceId, targetKind, targetId, type, createdAt)
     return { created: Number(result.changes) > 0 }
   }
 
@@ -428,17 +435,7 @@ export class BlockStore {
    * `block` endpoint must already exist (export writes blocks before edges).
    */
   importEdge(edge: Edge): { created: boolean } {
-    const createdAt = checkTime(edge.createdAt, 'createdAt')
-    for (const field of ['sourceKind', 'sourceId', 'targetKind', 'targetId', 'type'] as const) {
-      checkTag(edge[field], field, true)
-    }
-    for (const [kind, id, field] of [[edge.sourceKind, edge.sourceId, 'sourceId'], [edge.targetKind, edge.targetId, 'targetId']] as const) {
-      if (kind === 'block' && !this.get(id)) throw new StableMemError('not_found', `${field}: no block ${id}`)
-    }
-    const result = this.stmt('importEdge', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
-      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
-      .run(edge.sourceKind, edge.sourceId, edge.targetKind, edge.targetId, edge.type, createdAt)
-    return { created: Number(result.changes) > 0 }
+    return this.insertEdge(edge, checkTime(edge.createdAt, 'createdAt'))
   }
 
   private validate(input: CommitInput, prefix: string): Required<CommitInput> & { id: string, redacted: string[] } {
