@@ -236,7 +236,7 @@ export class BlockStore {
 
   /** The document-frequency cache, emptied first if any connection wrote since it was filled. */
   private freshMatchCounts(): Map<string, number> {
-    const version = Number((this.stmt('dataVersion', 'PRAGMA data_version').get() as { data_version: number }).data_version)
+    const version = this.dataVersion()
     if (version !== this.matchCountsVersion) {
       this.matchCounts.clear()
       this.matchCountsVersion = version
@@ -326,7 +326,7 @@ export class BlockStore {
    * commits update it, and a write by another connection (SQLite's `data_version`) makes it recount.
    */
   count(): number {
-    const version = Number((this.stmt('dataVersion', 'PRAGMA data_version').get() as { data_version: number }).data_version)
+    const version = this.dataVersion()
     const cache = this.countCache
     if (cache && cache.dataVersion === version) return cache.blocks
     const blocks = Number((this.stmt('count', 'SELECT count(*) AS n FROM blocks').get() as { n: number }).n)
@@ -436,6 +436,14 @@ export class BlockStore {
    */
   importEdge(edge: Edge): { created: boolean } {
     return this.insertEdge(edge, checkTime(edge.createdAt, 'createdAt'))
+  }
+
+  /**
+   * SQLite's `data_version`: changes when another connection writes the file (never for our own
+   * writes), so the count caches know when to recount.
+   */
+  private dataVersion(): number {
+    return Number((this.stmt('dataVersion', 'PRAGMA data_version').get() as { data_version: number }).data_version)
   }
 
   private validate(input: CommitInput, prefix: string): Required<CommitInput> & { id: string, redacted: string[] } {
