@@ -7,7 +7,7 @@ import { CHAR_SHARE, charOverlap, queryChars } from './char-overlap.ts'
 import { COVERAGE_SHARE, coverage, weightedWords } from './coverage.ts'
 import { matchAny, matchPhrase } from './fts-query.ts'
 import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
-import { analyzeQuery, containsWhole, isEmptyAnalysis, type QueryAnalysis } from './symbols.ts'
+import { analyzeQuery, containsWhole, isEmptyAnalysis, symbolVariants, type QueryAnalysis } from './symbols.ts'
 import type { Hit, RecallOptions } from './types.ts'
 
 /** Hits returned when the caller does not say. */
@@ -80,7 +80,7 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
     }
   }
   addCandidates(matchAny(searchTerms(store, analysis)), CANDIDATES)
-  for (const symbol of analysis.exact) addCandidates(matchPhrase(symbol), EXACT_CANDIDATES)
+  for (const symbol of analysis.exact) for (const variant of symbolVariants(symbol)) addCandidates(matchPhrase(variant), EXACT_CANDIDATES)
   const blocks = [...store.blocksByRowid([...bm25.keys()])].filter(([, block]) => block.supersededBy === null)
 
   if (options.abstain !== false) {
@@ -102,7 +102,7 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
     const relative = chars === undefined ? bm25Share : (1 - CHAR_SHARE) * bm25Share + CHAR_SHARE * chars[i]!
     const covered = coverage(words, lower)
     const lexical = covered === undefined ? relative : (1 - COVERAGE_SHARE) * relative + COVERAGE_SHARE * covered
-    const exactMatched = analysis.exact.filter((s) => containsWhole(lower, s))
+    const exactMatched = analysis.exact.filter((s) => symbolVariants(s).some((v) => containsWhole(lower, v)))
     const exact = exactMatched.length > 0
     const score = exact ? 1 + PIN_TIEBREAK * (exactMatched.length / analysis.exact.length + lexical) / 2 : lexical
     scored.push({ id: block.id, text: block.text, lower, score, exact, exactMatched, createdAt: block.createdAt, scene: block.scene, lexical })
@@ -186,7 +186,7 @@ function rarest(terms: readonly string[], df: ReadonlyMap<string, number>, limit
  * without its `v` (`v2.3.1` ↔ `2.3.1`): abstaining wrongly costs more than a weak hit.
  */
 function inStore(store: BlockStore, symbol: string): boolean {
-  const variants = /^v\d/.test(symbol) ? [symbol, symbol.slice(1)] : /^\d+(\.\d+)+$/.test(symbol) ? [symbol, `v${symbol}`] : [symbol]
+  const variants = /^v\d/.test(symbol) ? [symbol, symbol.slice(1)] : symbolVariants(symbol)
   return variants.some((v) => store.matchCount(matchPhrase(v)) > 0)
 }
 

@@ -147,6 +147,17 @@ export function containsWhole(lowerText: string, symbol: string): boolean {
   }
 }
 
+/**
+ * The spellings of one exact symbol that name the same thing: a dotted version with or without
+ * its `v` (`v2.3.1` ↔ `2.3.1`). Notes and questions drop or add the `v` freely, and the index
+ * keeps `v2` and `2` as different tokens, so both spellings are searched and either one pins.
+ */
+export function symbolVariants(symbol: string): string[] {
+  if (/^v\d+(\.\d+)+$/.test(symbol)) return [symbol, symbol.slice(1)]
+  if (/^\d+(\.\d+)+$/.test(symbol)) return [symbol, `v${symbol}`]
+  return [symbol]
+}
+
 function isAlnum(ch: string): boolean {
   return ch !== '' && /[a-z0-9_]/.test(ch)
 }

@@ -6,7 +6,8 @@ import { coverage } from '../../lib/recall/coverage.ts'
 import { matchAny } from '../../lib/recall/fts-query.ts'
 import { recallBlocks, SEARCH_POSTINGS, searchTerms, specificTerms } from '../../lib/recall/recall.ts'
 import { applySceneContext } from '../../lib/recall/scene-context.ts'
-import { analyzeQuery, LAST_TURN_WEIGHT, MAX_TERM_WEIGHT, queryTurns } from '../../lib/recall/symbols.ts'
+import { analyzeQuery, LAST_TURN_WEIGHT, MAX_TERM_WEIGHT, queryTurns, symbolVariants } from '../../lib/recall/symbols.ts'
+import { mutant } from '../helpers/mutant.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 
 /**
@@ -121,6 +122,27 @@ t.test('pin: a note with the exact symbol outranks a note with a stronger lexica
   const lexical = (why: string) => Number(/lexical ([\d.]+)/.exec(why)![1])
   // Mutation argument: by lexical score alone the order would be reversed.
   t.ok(lexical(hits[0]!.why) < lexical(hits[1]!.why), 'the pin, not the lexical score, put it first')
+})
+
+t.test('pin: a dotted version pins with or without its v, in either direction', async (t) => {
+  const notes = ['网关升级到 2.3.1，网关网关', 'sdk 发布 v4.0.2', '网关 网关 网关升级 网关升级说明 升级到 v2.3.0']
+  const store = storeWith(notes)
+  t.teardown(() => store.close())
+  for (const [query, note] of [['网关升级 v2.3.1', notes[0]], ['4.0.2 发布了什么', notes[1]]] as const) {
+    const hits = recallBlocks(store, query, { topK: 3 })
+    t.equal(hits[0]?.text, note, query)
+    t.equal(hits[0]?.exact, true, `${query}: pinned`)
+    t.match(hits[0]?.why, /exact /)
+  }
+  t.same(symbolVariants('v2.3.1'), ['v2.3.1', '2.3.1'])
+  t.same(symbolVariants('2.3.1'), ['2.3.1', 'v2.3.1'])
+  t.same(symbolVariants('v2'), ['v2'], 'an undotted v-number is not a version: `2` alone would pin too much')
+  t.same(symbolVariants('8080'), ['8080'])
+  // Mutation: with only the spelling the query used, neither note is pinned.
+  const m = mutant({ file: 'recall/symbols.ts', from: 'if (/^v\\d+(\\.\\d+)+$/.test(symbol)) return [symbol, symbol.slice(1)]\n  if (/^\\d+(\\.\\d+)+$/.test(symbol)) return [symbol, `v${symbol}`]\n', to: '' })
+  t.teardown(() => m.remove())
+  const mutated = await m.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  for (const query of ['网关升级 v2.3.1', '4.0.2 发布了什么']) t.notOk(mutated.recallBlocks(store, query, { topK: 3 }).some((h) => h.exact), `${query}: no pin without the variants`)
 })
 
 t.test('arbitration: a later note voids an earlier one only when it names the old value as changed', async (t) => {
