@@ -21,7 +21,8 @@ export const inject = ['tools', 'systemPrompt']
  * The service name is isolated below each instance, so an instance's tool, context line and recall
  * always reach its own store even when two instances are mounted side by side (without that, the
  * second instance's service failed to register and its tool wrote into the first one's file).
- * The first instance in a scope also publishes its service as `ctx.stablemem` for other plugins.
+ * The first instance in a scope also publishes its service as `ctx.stablemem` for other plugins;
+ * when it is unloaded, another instance still mounted takes over.
  */
 export async function apply(ctx: Context, config: Config): Promise<void> {
   const resolvedPath = config.path === '' ? defaultStorePath() : config.path === ':memory:' ? config.path : resolve(config.path)
@@ -31,12 +32,24 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     inner.tools.register(commitTool(inner, config.toolName))
     inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
     registerPreStep(inner, config, name)
-    if (ctx.get('stablemem', false) === undefined) {
-      ctx.provide('stablemem', inner.stablemem)
-    } else {
+    if (!publish(ctx, inner.stablemem)) {
       inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)
+      // When the publishing instance goes away, the next one still mounted takes its place, so
+      // other plugins keep a memory service for as long as any instance is loaded.
+      ctx.on('internal/service', (service) => {
+        if (service === 'stablemem' && publish(ctx, inner.stablemem)) {
+          inner.logger('stablemem').info('ctx.stablemem is now %s (the instance that published it was unloaded)', resolvedPath)
+        }
+      })
     }
   })
+}
+
+/** Publishes `service` as `ctx.stablemem` unless another instance already does; true if it did. */
+function publish(ctx: Context, service: StableMem): boolean {
+  if (ctx.get('stablemem', false) !== undefined) return false
+  ctx.provide('stablemem', service)
+  return true
 }
 
 export { Config, EmbedConfig, defaultStorePath, resolveConfig } from './config.ts'

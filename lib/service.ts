@@ -121,6 +121,11 @@ export class StableMem extends Service {
    * the store lacks, the result is empty and carries a non-enumerable `abstained` reason (`abstentionOf`).
    */
   async recall(query: string, options: { topK?: number, recordAccess?: boolean } = {}): Promise<HybridHits> {
+    // A JavaScript caller can pass anything; recalling nothing for a number would hide its bug.
+    if (typeof query !== 'string') throw new StableMemError('invalid_input', `query must be a string, not ${kindOf(query)}`)
+    if (options.topK !== undefined && (typeof options.topK !== 'number' || Number.isNaN(options.topK))) {
+      throw new StableMemError('invalid_input', `topK must be a number (1–100), not ${kindOf(options.topK)}`)
+    }
     const store = this.open()
     let hits: HybridHits
     try {
@@ -254,6 +259,13 @@ export class StableMem extends Service {
     this.vectorizer?.close()
     this.store?.close()
   }
+}
+
+/** How a refusal names a value of the wrong type: `number 42`, `null`, `an object`. */
+function kindOf(value: unknown): string {
+  if (value === null) return 'null'
+  if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${String(value)}`
+  return typeof value === 'object' ? 'an object' : typeof value
 }
 
 /** SQLite result codes that mean the file, not the call, is the problem. */

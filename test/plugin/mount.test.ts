@@ -162,3 +162,24 @@ t.test('two instances mounted concurrently both come up with their own tools', a
   t.ok(ctx.tools.get('mem_a') && ctx.tools.get('mem_b'), 'both tools registered')
   t.equal((await ctx.stablemem.stats()).path, pa, 'the first mounted instance provides ctx.stablemem')
 })
+
+t.test('when the publishing instance is unloaded, the other one takes over ctx.stablemem', async (t) => {
+  const { ctx, fa, pb } = await twoInstances(t)
+  const seen: plugin.StableMem[] = []
+  await ctx.plugin({ name: 'consumer', inject: ['stablemem'], apply: (c: Context) => { seen.push(c.stablemem) } })
+  await fa.dispose()
+  const current = ctx.get('stablemem') as plugin.StableMem | undefined
+  t.ok(current, 'ctx.stablemem is still provided')
+  t.equal((await current!.stats()).path, pb, "it is B's store now")
+  t.equal(seen.length, 2, 'the consumer was reloaded with the new service')
+  t.equal((await seen[1]!.stats()).path, pb)
+  t.same((await seen[1]!.recall('only in B 4242')).map((h) => h.text), ['only in B 4242'])
+})
+
+t.test('mutation: without the takeover listener, ctx.stablemem is gone with the first instance', async (t) => {
+  const m = mutant({ file: 'index.ts', from: "if (service === 'stablemem' && publish(ctx, inner.stablemem))", to: 'if (service === undefined)' })
+  t.teardown(() => m.remove())
+  const { ctx, fa } = await twoInstances(t, await m.load<typeof plugin>('index.ts'))
+  await fa.dispose()
+  t.equal(ctx.get('stablemem'), undefined)
+})

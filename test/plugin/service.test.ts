@@ -8,6 +8,7 @@ import * as plugin from '../../lib/index.ts'
 import type { Block, CommitResult, Hit, ServiceStats, StableMem } from '../../lib/index.ts'
 import { blockId } from '../../lib/store/block-id.ts'
 import { boot, tempStorePath } from '../helpers/harness.ts'
+import { mutant } from '../helpers/mutant.ts'
 import { refusal } from '../helpers/refusal.ts'
 
 /** A consumer plugin that keeps the service it was given. */
@@ -56,6 +57,30 @@ t.test('another plugin uses commit, recall, get, link and stats', async (t) => {
   t.match(await refusal(() => mem.commit({ text: '' })), { code: 'invalid_input', message: /text is empty/ })
   t.match(await refusal(() => mem.link({ sourceKind: 'block', sourceId: blockId('ghost'), targetKind: 'block', targetId: first.id, type: 'x' })), { code: 'not_found' })
   t.same(await mem.recall(''), [], 'an empty query recalls nothing')
+})
+
+t.test('recall refuses a query or topK of the wrong type, naming the field', async (t) => {
+  const c = consumer()
+  const h = await boot({ path: tempStorePath() }, [], { extra: [{ plugin: c.plugin }] })
+  t.teardown(() => h.dispose())
+  const mem = c.seen.service!
+  await mem.commit({ text: '42 号机房' })
+  t.match(await refusal(() => mem.recall(42 as unknown as string)), { code: 'invalid_input', message: 'query must be a string, not number 42' })
+  t.match(await refusal(() => mem.recall(null as unknown as string)), { code: 'invalid_input', message: /not null/ })
+  t.match(await refusal(() => mem.recall({ q: 1 } as unknown as string)), { code: 'invalid_input', message: /not an object/ })
+  t.match(await refusal(() => mem.recall('42', { topK: '3' as unknown as number })), { code: 'invalid_input', message: /^topK must be a number .*not string/ })
+  t.match(await refusal(() => mem.recall('42', { topK: Number.NaN })), { code: 'invalid_input', message: /topK/ })
+  t.equal((await mem.recall('42 号机房', { topK: 500 })).length, 1, 'a number out of range is clamped, not refused')
+})
+
+t.test('mutation: without the type check, recall(42) silently recalls nothing', async (t) => {
+  const m = mutant({ file: 'service.ts', from: "if (typeof query !== 'string') throw", to: 'if (false) throw' })
+  t.teardown(() => m.remove())
+  const c = consumer()
+  const h = await boot({ path: tempStorePath() }, [], { module: await m.load<typeof plugin>('index.ts'), extra: [{ plugin: c.plugin }] })
+  t.teardown(() => h.dispose())
+  await c.seen.service!.commit({ text: '42 号机房' })
+  t.same(await c.seen.service!.recall(42 as unknown as string), [])
 })
 
 t.test('the service is closed on fiber dispose: consumers are unloaded, calls refuse, stats say so', async (t) => {
