@@ -56,6 +56,8 @@ t.test('dsh --profile headless: a fact saved in session 1 is recalled into sessi
   const env: NodeJS.ProcessEnv = {
     PATH: `${bin}${delimiter}${process.env.PATH ?? ''}`,
     HOME: work,
+    // dsh spills long tool output into the temp folder and does not remove it on exit.
+    TMPDIR: work,
     DSH_HOME: home,
     DEEPSEEK_BASE_URL: server.baseURL,
     DEEPSEEK_API_KEY: 'sk-e2e-fake',

@@ -1,10 +1,11 @@
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { CLI_DIST, runCli } from './helpers/cli.ts'
+import { tempDir } from './helpers/temp.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -24,7 +25,7 @@ t.test('the built command (dist) runs with its shebang and package bin entry', a
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bin: Record<string, string> }
   t.equal(pkg.bin.stablemem, 'dist/cli/main.js')
   t.match(readFileSync(CLI_DIST, 'utf8'), /^#!\/usr\/bin\/env node\n/)
-  const db = join(mkdtempSync(join(tmpdir(), 'stablemem-dist-')), 'm.db')
+  const db = join(tempDir('stablemem-dist'), 'm.db')
   const saved = await runCli(['commit', 'redis 端口 6380 on cache-1', '--db', db], { entry: CLI_DIST })
   t.equal(saved.code, 0, saved.stderr)
   const hits = await runCli(['recall', '6380', '--db', db, '--json'], { entry: CLI_DIST })

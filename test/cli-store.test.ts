@@ -1,15 +1,11 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
 import { BlockStore } from '../lib/store/store.ts'
 import { CLI_SOURCE, runCli } from './helpers/cli.ts'
-
-function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'stablemem-cli-'))
-}
+import { tempDir } from './helpers/temp.ts'
 
 /** A store with edges, tags, access counts and fixed times: everything export must carry. */
 function richStore(path: string): BlockStore {
@@ -30,7 +26,7 @@ function dataLines(file: string): string[] {
 }
 
 t.test('export → import → export is lossless and import is idempotent', async (t) => {
-  const dir = tempDir()
+  const dir = tempDir('stablemem-cli')
   const src = join(dir, 'src.db')
   const store = richStore(src)
   const blocks = [...store.allBlocks()]
@@ -72,7 +68,7 @@ t.test('export → import → export is lossless and import is idempotent', asyn
 })
 
 t.test('a malformed line stops the import with its number and keeps the lines before it', async (t) => {
-  const dir = tempDir()
+  const dir = tempDir('stablemem-cli')
   const src = join(dir, 'src.db')
   richStore(src).close()
   const file = join(dir, 'x.jsonl')
@@ -119,7 +115,7 @@ t.test('a malformed line stops the import with its number and keeps the lines be
 })
 
 t.test('doctor: healthy, missing, damaged, foreign, newer and unindexed stores', async (t) => {
-  const dir = tempDir()
+  const dir = tempDir('stablemem-cli')
   const fresh = await runCli(['doctor', '--db', join(dir, 'nothing.db')])
   t.equal(fresh.code, 0, fresh.stdout)
   t.match(fresh.stdout, /^ok    node +Node 24\./m)
@@ -165,7 +161,7 @@ t.test('doctor: healthy, missing, damaged, foreign, newer and unindexed stores',
 })
 
 t.test('import shows progress on a terminal for a large file, and none when piped', async (t) => {
-  const dir = tempDir()
+  const dir = tempDir('stablemem-cli')
   const src = new BlockStore(join(dir, 'src.db'))
   src.commitMany(Array.from({ length: 12_000 }, (_, i) => ({ text: `note ${i}: service-${i} 端口 ${10_000 + i} ${'x'.repeat(80)}` })))
   src.close()

@@ -1,14 +1,10 @@
-import { existsSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { COMMANDS } from '../lib/cli/run.ts'
 import { SCHEMA_VERSION } from '../lib/store/schema.ts'
 import { runCli } from './helpers/cli.ts'
-
-function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'stablemem-cli-'))
-}
+import { tempDir } from './helpers/temp.ts'
 
 t.test('every command has --help, exit 0, synopsis first', async (t) => {
   for (const name of Object.keys(COMMANDS)) {
@@ -23,7 +19,7 @@ t.test('every command has --help, exit 0, synopsis first', async (t) => {
 })
 
 t.test('usage errors exit 2 with one line on stderr', async (t) => {
-  const db = join(tempDir(), 'm.db')
+  const db = join(tempDir('stablemem-cli'), 'm.db')
   const cases: Array<[string[], RegExp]> = [
     [[], /Usage: stablemem <command>/],
     [['frobnicate'], /unknown command "frobnicate"/],
@@ -47,7 +43,7 @@ t.test('usage errors exit 2 with one line on stderr', async (t) => {
 })
 
 t.test('commit, get and recall: Chinese and English, exact pin, read-only recall', async (t) => {
-  const db = join(tempDir(), 'm.db')
+  const db = join(tempDir('stablemem-cli'), 'm.db')
   const zh = await runCli(['commit', 'billing 服务端口 8499，部署在 10.3.7.9', '--scene', 'ops', '--db', db, '--json'])
   t.equal(zh.code, 0, zh.stderr)
   const zhId = JSON.parse(zh.stdout) as { id: string, created: boolean }
@@ -83,7 +79,7 @@ t.test('commit, get and recall: Chinese and English, exact pin, read-only recall
 })
 
 t.test('refusals exit 1 with one line; reading a missing store creates nothing', async (t) => {
-  const dir = tempDir()
+  const dir = tempDir('stablemem-cli')
   const db = join(dir, 'none', 'm.db')
   for (const args of [['stats'], ['recall', 'x'], ['export'], ['get', 'blk_000000000000000000000000']]) {
     const r = await runCli([...args, '--db', db])
@@ -101,7 +97,7 @@ t.test('refusals exit 1 with one line; reading a missing store creates nothing',
 })
 
 t.test('--db defaults to the plugin default path under DSH_HOME', async (t) => {
-  const home = tempDir()
+  const home = tempDir('stablemem-cli')
   const r = await runCli(['commit', 'nginx 配置在 /etc/nginx/nginx.conf'], { env: { DSH_HOME: home } })
   t.equal(r.code, 0, r.stderr)
   t.ok(existsSync(join(home, 'stablemem', 'memory.db')))
@@ -112,7 +108,7 @@ t.test('--db defaults to the plugin default path under DSH_HOME', async (t) => {
 })
 
 t.test('hostile recall queries never crash: FTS syntax, quotes, emoji, dashes', async (t) => {
-  const db = join(tempDir(), 'm.db')
+  const db = join(tempDir('stablemem-cli'), 'm.db')
   await runCli(['commit', 'gateway 10.0.0.1 "quoted" NEAR(x)', '--db', db])
   const queries = ['"', 'NEAR(a b)', 'a OR b AND NOT c*', '^', '😀😀', '-- --', '*', '{latin}: x', 'gateway"', '\u2028\u2029']
   for (const [i, query] of queries.entries()) {

@@ -1,13 +1,14 @@
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { tempDir } from './helpers/temp.ts'
 import { startFakeDeepSeek, wireRecalledNotes, wireText, type WireRequest } from './helpers/fake-deepseek.ts'
 
 const DEMO = fileURLToPath(new URL('../demo/demo.ts', import.meta.url))
 
 function runDemo(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number, stdout: string, stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [DEMO, ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } }, (error, stdout, stderr) => {
+    execFile(process.execPath, [DEMO, ...args], { env: { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: tempDir('stablemem-demo-test'), ...env } }, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr })
     })
   })

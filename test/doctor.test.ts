@@ -1,10 +1,9 @@
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { diagnose, realEnv } from '../lib/cli/doctor.ts'
+import { tempDir } from './helpers/temp.ts'
 
-const missing = join(mkdtempSync(join(tmpdir(), 'stablemem-doctor-')), 'none.db')
+const missing = join(tempDir('stablemem-doctor'), 'none.db')
 
 t.test('doctor says plainly when node:sqlite is missing or Node is too old', async (t) => {
   const checks = await diagnose(missing, { nodeVersion: '20.20.2', loadSqlite: () => Promise.reject(new Error('No such built-in module: node:sqlite')) })

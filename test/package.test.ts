@@ -5,11 +5,11 @@
  * the tool saves a note, a second session recalls it. Also checks the `.d.ts` files are shipped.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { tempDir } from './helpers/temp.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -75,7 +75,7 @@ await ctx.fiber.dispose()
 
 t.test('npm pack → install into a fresh folder → import by name → a real turn', async (t) => {
   npm(['run', 'build'], root)
-  const out = mkdtempSync(join(tmpdir(), 'stablemem-pack-'))
+  const out = tempDir('stablemem-pack')
   const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', out], root)) as Array<{ filename: string, files: Array<{ path: string }> }>
   const files = packed[0]!.files.map((f) => f.path)
   for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/service.d.ts', 'dist/config.d.ts', 'dist/recall/recall.d.ts', 'dist/store/store.d.ts', 'package.json', 'README.md', 'CHANGELOG.md']) {
@@ -83,7 +83,7 @@ t.test('npm pack → install into a fresh folder → import by name → a real t
   }
   t.notOk(files.some((f) => f.startsWith('lib/') || f.startsWith('test/') || f.startsWith('.cache/')), 'no sources, tests or scratch in the tarball')
 
-  const consumer = mkdtempSync(join(tmpdir(), 'stablemem-consumer-'))
+  const consumer = tempDir('stablemem-consumer')
   const deps: Record<string, string> = { 'dsh-stablemem': `file:${join(out, packed[0]!.filename)}` }
   for (const [pkg, version] of Object.entries(manifest.devDependencies)) if (pkg.startsWith('@deepseek-ai/')) deps[pkg] = version
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module', dependencies: deps, overrides: manifest.overrides }, null, 2))

@@ -1,11 +1,11 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type Schema from '@deepseek-ai/schemastery'
 import t from 'tap'
 import { Config } from '../lib/config.ts'
 import { boot, tempStorePath } from './helpers/harness.ts'
+import { tempDir } from './helpers/temp.ts'
 
 const root = new URL('..', import.meta.url)
 const README = readFileSync(new URL('README.md', root), 'utf8')
@@ -103,7 +103,7 @@ function serviceExample(markdown: string, heading: RegExp): string {
 t.test('the README service example runs as written against the real plugin', async (t) => {
   const code = serviceExample(README, /^## The service/m)
   t.equal(serviceExample(README_ZH, /^## 服务/m), code, 'the Chinese README shows the same code')
-  const file = join(mkdtempSync(join(tmpdir(), 'stablemem-readme-')), 'deploy-notes.mts')
+  const file = join(tempDir('stablemem-readme'), 'deploy-notes.mts')
   writeFileSync(file, code)
   const example = await import(pathToFileURL(file).href) as { name: string, inject: string[], apply: (ctx: unknown) => Promise<void> }
   t.same(example.inject, ['stablemem'])

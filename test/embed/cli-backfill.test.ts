@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { EmbedConfig } from '../../lib/config.ts'
@@ -9,9 +7,10 @@ import { BlockStore } from '../../lib/store/store.ts'
 import { runCli } from '../helpers/cli.ts'
 import { mutant } from '../helpers/mutant.ts'
 import { startFaultServer, startHashServer } from './servers.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 function storeWith(n: number): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'stablemem-embed-cli-')), 'memory.db')
+  const path = join(tempDir('stablemem-embed-cli'), 'memory.db')
   const store = new BlockStore(path)
   store.commitMany(Array.from({ length: n }, (_, i) => ({ text: `service-${i} listens on port ${20_000 + i}` })))
   store.close()

@@ -2,8 +2,6 @@
  * Test harness: the real dsh agent loop (via the testkit spine), with a scripted LlmAdapter
  * standing in for the model, and this plugin mounted from source.
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context, type Fiber } from '@deepseek-ai/cordis'
 import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
@@ -13,6 +11,7 @@ import { CallId, LlmAdapter, createUserMessage, type GenerateOptions, type Messa
 import { SessionId } from '@deepseek-ai/dsh-session'
 import * as plugin from '../../lib/index.ts'
 import type { Config } from '../../lib/config.ts'
+import { tempDir } from './temp.ts'
 
 /** A model that replays a fixed list of responses and records every request it receives. */
 export class ScriptedAdapter extends LlmAdapter {
@@ -61,7 +60,7 @@ export function injected(request: GenerateOptions): Message[] {
 
 /** A fresh temporary store path (a real file). */
 export function tempStorePath(label = 'store'): string {
-  return join(mkdtempSync(join(tmpdir(), 'stablemem-test-')), `${label}.db`)
+  return join(tempDir('stablemem-test'), `${label}.db`)
 }
 
 /** A human prompt as dsh builds it. */

@@ -2,8 +2,7 @@
  * Mounting: config validation at load, two instances side by side, a bare composition, the
  * default path under the dsh home, and a store that cannot be opened (degrades visibly).
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { Context } from '@deepseek-ai/cordis'
@@ -17,6 +16,7 @@ import { SCHEMA_VERSION } from '../../lib/store/schema.ts'
 import { ScriptedAdapter, boot, injected, reply, requestTexts, tempStorePath, textOf, toolCall, userMessage } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 import { SessionId } from '@deepseek-ai/dsh-session'
+import { tempDir } from '../helpers/temp.ts'
 
 const FAILED = 3
 const ACTIVE = 2
@@ -62,7 +62,7 @@ t.test('mounts with only the bare testkit services, and declares no others', asy
 })
 
 t.test('the default path is $DSH_HOME/stablemem/memory.db', async (t) => {
-  const home = mkdtempSync(join(tmpdir(), 'stablemem-home-'))
+  const home = tempDir('stablemem-home')
   const saved = process.env.DSH_HOME
   process.env.DSH_HOME = home
   t.teardown(() => { if (saved === undefined) delete process.env.DSH_HOME; else process.env.DSH_HOME = saved })

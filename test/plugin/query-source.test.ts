@@ -4,8 +4,7 @@
  * allowlist. Every guard here has a mutation check run against a copy of the real source with
  * that guard removed.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createUserMessage, type Message, type UserMessage } from '@deepseek-ai/dsh-llm'
 import t from 'tap'
@@ -14,6 +13,7 @@ import { name as pluginName } from '../../lib/index.ts'
 import { realBatch } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 import { declaredSources } from '../helpers/source-kinds.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 type Extract = typeof queryFromBatch
 const DEFAULT_ALLOW: ReadonlySet<string> = new Set(['user'])
@@ -104,7 +104,7 @@ t.test('the scan finds the sources the installed packages declare', async (t) =>
 })
 
 t.test('the scanner reads augmentations of MessageSourceMap in other packages', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'stablemem-scan-'))
+  const dir = tempDir('stablemem-scan')
   const pkg = join(dir, 'node_modules', '@deepseek-ai', 'dsh-fake', 'lib', 'types')
   mkdirSync(pkg, { recursive: true })
   writeFileSync(join(pkg, 'index.d.ts'), `import type { X } from './x.ts';

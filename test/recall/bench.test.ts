@@ -1,16 +1,17 @@
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { runRecallBench } from '../../bench/recall.ts'
 import { readEvalSet } from '../../bench/recall/eval-set.ts'
 import { metrics } from '../../bench/recall/metrics.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 const BENCH = new URL('../../bench/recall.ts', import.meta.url).pathname
 
 function tinySet(corpus: unknown[], queries: unknown[]): string {
-  const dir = mkdtempSync(join(tmpdir(), 'stablemem-eval-'))
+  const dir = tempDir('stablemem-eval')
   writeFileSync(join(dir, 'corpus.jsonl'), corpus.map((r) => JSON.stringify(r)).join('\n'))
   writeFileSync(join(dir, 'queries.jsonl'), queries.map((r) => JSON.stringify(r)).join('\n'))
   return dir
