@@ -1,12 +1,13 @@
 /**
- * `npm run bench:recall -- --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json]`
+ * `npm run bench:recall -- --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--markdown]`
  *
  * Builds fresh stores from a retrieval set through the package's own commit path
  * (`BlockStore.commitMany`; one store per scope in scoped mode), runs every query through the
  * recall the injection uses (`recallBlocksHybrid(store, null, …)`, as the service calls it), and
- * prints per-category tables beside same-run FTS5 BM25 floors (see `recall/floors.ts`). With
- * `--json` the last line is one JSON object. A hybrid recall can be plugged in through
- * `runRecallBench(…, { recall })` without touching the measuring code.
+ * prints per-category tables beside same-run FTS5 BM25 floors (see `recall/floors.ts`), as the
+ * Markdown table of docs/benchmarks.md with `--markdown`. With `--json` the last line is one JSON
+ * object. A hybrid recall can be plugged in through `runRecallBench(…, { recall })` without
+ * touching the measuring code.
  */
 import { performance } from 'node:perf_hooks'
 import { isAbstention } from '../lib/recall/abstain.ts'
@@ -51,7 +52,7 @@ interface Scored {
 export const serviceRecall: RecallFn = (store, query, options) => recallBlocksHybrid(store, null, query, { topK: options.topK, recordAccess: true })
 
 /** Runs one set in one mode; returns the JSON object and the human-readable tables. */
-export async function runRecallBench(set: EvalSet, options: BenchOptions): Promise<{ result: BenchResult, tables: string }> {
+export async function runRecallBench(set: EvalSet, options: BenchOptions): Promise<{ result: BenchResult, tables: string, markdown: string }> {
   const recall = options.recall ?? serviceRecall
   const repeat = Math.max(1, options.repeat ?? 1)
   const ks = [...new Set([...options.ks, 5, 10])].sort((a, b) => a - b)
@@ -131,7 +132,7 @@ export async function runRecallBench(set: EvalSet, options: BenchOptions): Promi
   const title = `${set.name} · ${options.mode} · ${ours.length} queries · ${set.blocks.length} blocks in ${groups.size} store(s) · ` +
     `p50 ${result.p50_ms} ms · p99 ${result.p99_ms} ms (cjk_bigram floor p99 ${round(quantile(floorLatencies.get('cjk_bigram')!, 0.99))} ms) · ` +
     `abstained ${abstained}`
-  return { result, tables: renderTables(title, oursScored, floorScored, ks) }
+  return { result, tables: renderTables(title, oursScored, floorScored, ks), markdown: renderMarkdown(oursScored, floorScored) }
 }
 
 /**
@@ -195,6 +196,19 @@ function renderTables(title: string, ours: Scored, floors: Map<FloorName, Scored
   return lines.join('\n')
 }
 
+/** The per-category table of docs/benchmarks.md (R@5, R@10, hit@5, MRR@10; ours in bold, then each floor). */
+function renderMarkdown(ours: Scored, floors: Map<FloorName, Scored>): string {
+  const cells = (m: Metrics, bold: boolean) => [m['recall@5'], m['recall@10'], m['hit@5'], m['mrr@10']]
+    .map((v) => (bold ? `**${(v ?? 0).toFixed(3)}**` : (v ?? 0).toFixed(3))).join(' | ')
+  const lines = ['| category | n | system | R@5 | R@10 | hit@5 | MRR@10 |', '|---|---|---|---|---|---|---|']
+  for (const category of ['(all)', ...Object.keys(ours.byCategory)]) {
+    const pick = (s: Scored) => category === '(all)' ? s.overall : s.byCategory[category]!
+    lines.push(`| ${category} | ${pick(ours).n} | **ours** | ${cells(pick(ours), true)} |`)
+    for (const [floor, scored] of floors) lines.push(`|  |  | ${floor} | ${cells(pick(scored), false)} |`)
+  }
+  return lines.join('\n')
+}
+
 function fmt(value: number | undefined): string {
   return (value ?? 0).toFixed(3).padStart(5)
 }
@@ -204,6 +218,7 @@ interface CliArgs {
   mode: 'scoped' | 'global' | undefined
   ks: number[]
   json: boolean
+  markdown: boolean
   repeat: number
   embedUrl: string
   embedModel: string
@@ -211,7 +226,7 @@ interface CliArgs {
 }
 
 function parseArgs(argv: readonly string[]): CliArgs {
-  const args: CliArgs = { data: '', mode: undefined, ks: [5, 10], json: false, repeat: 1, embedUrl: '', embedModel: 'default', fusion: undefined }
+  const args: CliArgs = { data: '', mode: undefined, ks: [5, 10], json: false, markdown: false, repeat: 1, embedUrl: '', embedModel: 'default', fusion: undefined }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!
     const value = () => {
@@ -224,6 +239,7 @@ function parseArgs(argv: readonly string[]): CliArgs {
     else if (flag === '--embed-model') args.embedModel = value()
     else if (flag === '--fusion') args.fusion = value() as FusionMethod
     else if (flag === '--json') args.json = true
+    else if (flag === '--markdown') args.markdown = true
     else if (flag === '--mode') {
       const mode = value()
       if (mode !== 'scoped' && mode !== 'global') throw new EvalSetError(`--mode must be scoped or global, not ${JSON.stringify(mode)}`)
@@ -234,7 +250,7 @@ function parseArgs(argv: readonly string[]): CliArgs {
     } else if (flag === '--repeat') {
       args.repeat = Number(value())
       if (!Number.isInteger(args.repeat) || args.repeat < 1 || args.repeat > 50) throw new EvalSetError('--repeat must be an integer 1…50')
-    } else throw new EvalSetError(`unknown option ${flag} (usage: --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--embed-url <url> [--embed-model <name>] [--fusion ha|weighted|rrf]])`)
+    } else throw new EvalSetError(`unknown option ${flag} (usage: --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--markdown] [--embed-url <url> [--embed-model <name>] [--fusion ha|weighted|rrf]])`)
   }
   if (args.data === '') throw new EvalSetError('--data <dir> is required (a folder with corpus.jsonl and queries.jsonl)')
   return args
@@ -248,9 +264,9 @@ async function main(): Promise<void> {
     const embed = args.embedUrl === '' ? undefined : { url: args.embedUrl, model: args.embedModel, languages: ['en'], fusion: args.fusion }
     const hybrid = embed ? hybridRecallFn(await benchEmbedder(set, embed), embed) : undefined
     const label = embed ? `recallBlocksHybrid(store, HttpEmbedder ${embed.url} ${embed.model} [en], fusion ${embed.fusion ?? 'default'})` : undefined
-    const { result, tables } = await runRecallBench(set, { mode, ks: args.ks, repeat: args.repeat, recall: hybrid?.recall, label })
+    const { result, tables, markdown } = await runRecallBench(set, { mode, ks: args.ks, repeat: args.repeat, recall: hybrid?.recall, label })
     if (hybrid) result.degraded = hybrid.degraded
-    process.stdout.write(`${tables}\n`)
+    process.stdout.write(`${args.markdown ? markdown : tables}\n`)
     if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`)
   } catch (error) {
     if (!(error instanceof EvalSetError)) throw error

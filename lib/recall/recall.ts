@@ -8,7 +8,7 @@ import { COVERAGE_SHARE, coverage, weightedWords } from './coverage.ts'
 import { matchAny, matchPhrase } from './fts-query.ts'
 import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
 import { analyzeQuery, containsWhole, isEmptyAnalysis, symbolVariants, type QueryAnalysis } from './symbols.ts'
-import type { Hit, RecallOptions } from './types.ts'
+import type { RecallOptions } from './types.ts'
 
 /** Hits returned when the caller does not say. */
 export const DEFAULT_TOP_K = 5

@@ -12,7 +12,6 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 import t, { type Test } from 'tap'
 import * as plugin from '../../lib/index.ts'
 import { RECALL_HEADER } from '../../lib/plugin/render.ts'
-import type { StableMem } from '../../lib/service.ts'
 import { requestTexts, boot, injected, reply, tempStorePath, textOf, toolCall, userMessage, type BootOptions, type Harness } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 

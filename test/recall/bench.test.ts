@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { runRecallBench } from '../../bench/recall.ts'
 import { readEvalSet } from '../../bench/recall/eval-set.ts'
+import { FloorIndex } from '../../bench/recall/floors.ts'
 import { metrics } from '../../bench/recall/metrics.ts'
 import { tempDir } from '../helpers/temp.ts'
 
@@ -44,11 +45,24 @@ t.test('a tiny set runs scoped, with per-category metrics and same-run floors', 
   t.equal(result.n, 3)
   t.equal(result['hit@1'], 1, 'every query finds a gold note first')
   t.same(Object.keys(result.by_category as object), ['en', 'zh'])
-  t.same(Object.keys(result.floors as object), ['unicode61', 'porter', 'cjk_bigram'])
+  t.same(Object.keys(result.floors as object), ['unicode61', 'porter', 'trigram', 'cjk_bigram'])
   t.match(tables, /cjk_bigram/)
   // A plugged-in recall is measured instead of the default (how a hybrid recall is benchmarked).
   const { result: empty } = await runRecallBench(set, { mode: 'scoped', ks: [5], recall: () => [] })
   t.equal(empty['recall@5'], 0)
+})
+
+t.test('each floor tokenises as the eval README says', async (t) => {
+  const blocks = [{ id: 'en', text: 'the configuration file of the gateway' }, { id: 'zh', text: '网关的配置文件在这里' }, { id: 'x', text: 'unrelated words' }]
+  const floors = Object.fromEntries((['unicode61', 'porter', 'trigram', 'cjk_bigram'] as const).map((f) => [f, new FloorIndex(f, blocks)]))
+  t.teardown(() => { for (const f of Object.values(floors)) f.close() })
+  t.same(floors.unicode61!.search('configure', 5), [], 'unicode61: whole words only')
+  t.same(floors.porter!.search('configurations', 5), ['en'], 'porter: stems')
+  t.same(floors.trigram!.search('configure', 5), ['en'], 'trigram: shared 3-character windows')
+  t.same(floors.trigram!.search('配置文件', 5), ['zh'])
+  t.same(floors.trigram!.search('网关', 5), [], 'trigram: a 2-character token has no window')
+  t.same(floors.unicode61!.search('配置文件', 5), [], 'unicode61: a CJK run is one token')
+  t.same(floors.cjk_bigram!.search('网关', 5), ['zh'], 'cjk_bigram: bigrams')
 })
 
 t.test('the CLI prints the JSON result as its last line', async (t) => {
@@ -57,6 +71,9 @@ t.test('the CLI prints the JSON result as its last line', async (t) => {
   const last = JSON.parse(out.trim().split('\n').at(-1)!)
   for (const key of ['dataset', 'mode', 'n', 'recall@5', 'recall@10', 'hit@5', 'mrr@10', 'p50_ms', 'p99_ms', 'by_category']) t.ok(key in last, key)
   t.equal(last.mode, 'scoped', 'default mode is scoped when the corpus has several scopes')
+  const md = execFileSync(process.execPath, [BENCH, '--data', dir, '--markdown'], { encoding: 'utf8' }).trim().split('\n')
+  t.same(md.slice(0, 3), ['| category | n | system | R@5 | R@10 | hit@5 | MRR@10 |', '|---|---|---|---|---|---|---|', '| (all) | 3 | **ours** | **0.833** | **0.833** | **1.000** | **1.000** |'], '--markdown prints the docs table')
+  t.equal(md.length, 2 + 3 * 5, 'a row for ours and each floor, overall and per category')
 })
 
 t.test('an unreadable set gets one clear error line and exit code 1', async (t) => {
