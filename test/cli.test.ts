@@ -69,6 +69,10 @@ t.test('commit, get and recall: Chinese and English, exact pin, read-only recall
   t.match(english.stdout, /^1\. blk_[0-9a-f]{24}  score [0-9.]+\n   why: .*postgresql.*\n   > The staging database runs PostgreSQL 16\.4/)
   const none = await runCli(['recall', 'zebra', '--db', db])
   t.equal(none.stdout, 'no notes match\n')
+  const typo = await runCli(['recall', '8494 是哪个服务的端口？', '--db', db])
+  t.equal(typo.stdout, 'no record of 8494 (recall abstains)\none typo away, the store holds: 8499\n')
+  const absent = await runCli(['recall', '19999 是哪个服务的端口？', '--db', db])
+  t.equal(absent.stdout, 'no record of 19999 (recall abstains)\n')
 
   const after = JSON.parse((await runCli(['get', zhId.id, '--db', db, '--json'])).stdout) as { accessCount: number }
   t.equal(after.accessCount, 0, 'recall from the CLI is read-only')

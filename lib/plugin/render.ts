@@ -84,5 +84,7 @@ export function renderAbstention(abstention: Abstention): string {
     ? `[stablemem] The memory store has no record that directly corresponds to ${asked} ` +
       `(it only mentions ${abstention.mentioned.slice(0, 8).join(', ')} in general, but has no record of this specific one).`
     : `[stablemem] The memory store has no record related to ${asked}.`
-  return `${head} ${ABSTAIN_QUALIFIER}`
+  const near = abstention.near.length === 0 ? '' : ` It does hold ${abstention.near.slice(0, 4).map((s) => `«${s}»`).join(', ')}, ` +
+    'one typo away: if the user may have meant that, ask them before using it.'
+  return `${head}${near} ${ABSTAIN_QUALIFIER}`
 }

@@ -15,6 +15,11 @@ export interface Abstention {
   missing: string[]
   /** Content words of the query that the store does mention (for the "only mentions … in general" notice). */
   mentioned: string[]
+  /**
+   * Stored strings one typo away from a missing one (two neighbouring characters swapped, or one
+   * digit changed): `581b` when `518b` was asked. Shown as a question for the user, never as the answer.
+   */
+  near: string[]
 }
 
 /** A hit list that may carry a non-enumerable `abstained` reason (then it is empty). */
@@ -47,6 +52,39 @@ export function decisiveSymbols(query: string, exact: readonly string[]): string
   if (VAGUE_POINTERS.some((p) => query.includes(p))) return []
   const hasMonth = MONTH.test(query)
   return exact.filter((s) => /\d/.test(s) && Array.from(s).length >= 2 && !YEAR.test(s) && !ORDINAL.test(s) && !(hasMonth && DAY.test(s)))
+}
+
+/** Most typo variants looked up for one missing string (a 12-digit string has 11 swaps and 108 digit changes). */
+export const MAX_NEAR_VARIANTS = 64
+
+/**
+ * The strings one typo away from `symbol`: two neighbouring letters or digits swapped, or one
+ * digit replaced by another — the slips people make typing numbers, ports and versions.
+ * Punctuation stays where it is, so `10.3.7.9` never becomes `10.37..9`. Distinct, in a fixed
+ * order (swaps first), at most `MAX_NEAR_VARIANTS`.
+ */
+export function typoVariants(symbol: string): string[] {
+  const chars = Array.from(symbol)
+  const out = new Set<string>()
+  const alnum = (c: string | undefined) => c !== undefined && /[\p{L}\p{N}]/u.test(c)
+  for (let i = 0; i + 1 < chars.length; i++) {
+    if (chars[i] === chars[i + 1] || !alnum(chars[i]) || !alnum(chars[i + 1])) continue
+    const swapped = [...chars]
+    swapped[i] = chars[i + 1]!
+    swapped[i + 1] = chars[i]!
+    out.add(swapped.join(''))
+  }
+  for (let i = 0; i < chars.length; i++) {
+    if (!/[0-9]/.test(chars[i]!)) continue
+    for (let d = 0; d <= 9; d++) {
+      if (String(d) === chars[i]) continue
+      const changed = [...chars]
+      changed[i] = String(d)
+      out.add(changed.join(''))
+    }
+  }
+  out.delete(symbol)
+  return [...out].slice(0, MAX_NEAR_VARIANTS)
 }
 
 /** Marks an (empty) hit list as an abstention, non-enumerably, so JSON and deep equality still see `[]`. */

@@ -1,7 +1,7 @@
 import type { Block } from '../store/types.ts'
 import type { BlockStore } from '../store/store.ts'
 import { scrubQuery } from '../text/normalize.ts'
-import { decisiveSymbols, markAbstained, type RecallHits } from './abstain.ts'
+import { decisiveSymbols, markAbstained, typoVariants, type RecallHits } from './abstain.ts'
 import { arbitrate } from './arbitration.ts'
 import { CHAR_SHARE, charOverlap, queryChars } from './char-overlap.ts'
 import { COVERAGE_SHARE, coverage, weightedWords } from './coverage.ts'
@@ -86,7 +86,8 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
   if (options.abstain !== false) {
     const decisive = decisiveSymbols(text, analysis.exact)
     if (decisive.length > 0 && decisive.every((s) => !inStore(store, s))) {
-      return markAbstained([], { missing: decisive, mentioned: mentionedWords(analysis, blocks.map(([, b]) => b)) })
+      const near = decisive.flatMap((s) => typoVariants(s).filter((v) => inStore(store, v)))
+      return markAbstained([], { missing: decisive, mentioned: mentionedWords(analysis, blocks.map(([, b]) => b)), near: [...new Set(near)] })
     }
   }
   if (blocks.length === 0) return []

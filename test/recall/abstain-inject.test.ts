@@ -25,11 +25,24 @@ t.test('a question about an absent port injects the abstention notice, not unrel
   t.same(h.errors, [])
 })
 
+t.test('a question about a port one typo from a stored one names it as a question, without the note', async (t) => {
+  const h = await boot({ path: tempStorePath() }, [reply('a')])
+  t.teardown(() => h.dispose())
+  await h.ctx.stablemem.commit({ text: '本机 13010 端口给内部网关用' })
+  await h.turn('本机 13001 端口是干什么的？')
+  const text = injectedText(h, 0)
+  t.match(text, /no record that directly corresponds to «13001» .* It does hold «13010», one typo away: if the user may have meant that, ask them before using it\./)
+  t.notMatch(text, /内部网关/, 'the note itself is not injected')
+})
+
 t.test('both notice variants carry the qualifier and never claim the thing does not exist', async (t) => {
-  const some = renderAbstention({ missing: ['19999'], mentioned: ['端口'] })
-  const none = renderAbstention({ missing: ['v9.9.9'], mentioned: [] })
+  const some = renderAbstention({ missing: ['19999'], mentioned: ['端口'], near: [] })
+  const none = renderAbstention({ missing: ['v9.9.9'], mentioned: [], near: [] })
+  const typo = renderAbstention({ missing: ['8494'], mentioned: ['端口'], near: ['8499'] })
   t.match(none, /has no record related to «v9\.9\.9»\./)
-  for (const text of [some, none]) {
+  t.match(typo, /no record that directly corresponds to «8494» .* It does hold «8499», one typo away: if the user may have meant that, ask them before using it\./)
+  t.notMatch(some, /typo/)
+  for (const text of [some, none, typo]) {
     t.ok(text.endsWith(ABSTAIN_QUALIFIER))
     t.notMatch(text.replace(ABSTAIN_QUALIFIER, ''), /does not exist/)
   }

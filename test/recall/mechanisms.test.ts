@@ -1,5 +1,5 @@
 import t from 'tap'
-import { abstentionOf, decisiveSymbols } from '../../lib/recall/abstain.ts'
+import { abstentionOf, decisiveSymbols, MAX_NEAR_VARIANTS, typoVariants } from '../../lib/recall/abstain.ts'
 import { arbitrate, replacesValue } from '../../lib/recall/arbitration.ts'
 import { charOverlap, MAX_QUERY_CJK_CHARS, queryChars } from '../../lib/recall/char-overlap.ts'
 import { coverage } from '../../lib/recall/coverage.ts'
@@ -169,7 +169,7 @@ t.test('abstention: an absent exact string gives "no record", never unrelated hi
   t.teardown(() => store.close())
   const hits = recallBlocks(store, '本机 19999 端口是干什么的', { topK: 5 })
   t.same(hits, [])
-  t.same(abstentionOf(hits), { missing: ['19999'], mentioned: ['本机', '端口'] })
+  t.same(abstentionOf(hits), { missing: ['19999'], mentioned: ['本机', '端口'], near: [] })
   t.same(Object.keys(hits), [], 'the reason is not enumerable')
   // Mutation: with abstention off the same query returns the unrelated port notes.
   t.ok(recallBlocks(store, '本机 19999 端口是干什么的', { topK: 5, abstain: false }).length > 0)
@@ -182,6 +182,27 @@ t.test('abstention: an absent exact string gives "no record", never unrelated hi
   t.equal(abstentionOf(recallBlocks(versions, '2.3.1 升级了什么', { topK: 5 })), undefined, 'a version is found without its v')
   t.equal(abstentionOf(recallBlocks(versions, 'v1.4.0 是哪个组件', { topK: 5 })), undefined, '… and with it')
   t.ok(abstentionOf(recallBlocks(versions, 'v1.5.0 是哪个组件', { topK: 5 })), 'another version still abstains')
+})
+
+t.test('abstention names a stored string one typo away, as a question for the user', async (t) => {
+  const store = storeWith(['billing 服务端口 8499', '格利泽581b 的质量至少为地球的16倍', '网关在 10.3.7.9'])
+  t.teardown(() => store.close())
+  const near = (query: string) => abstentionOf(recallBlocks(store, query, { topK: 5 }))?.near
+  t.same(near('8494 端口是谁的'), ['8499'], 'one digit changed')
+  t.same(near('格利泽518b 有多重'), ['581b'], 'two neighbours swapped')
+  t.same(near('10.3.7.8 是什么'), ['10.3.7.9'])
+  t.same(near('8844 端口是谁的'), [], 'two typos away is not near')
+  t.equal(recallBlocks(store, '8494 端口是谁的', { topK: 5 }).length, 0, 'still an abstention: the near note is not recalled as if it were the one asked about')
+  t.same(typoVariants('518b').slice(0, 3), ['158b', '581b', '51b8'], 'swaps first')
+  t.notOk(typoVariants('10.3.7.9').some((v) => /\.\.|^\.|\.$/.test(v)), 'punctuation never moves')
+  t.notOk(typoVariants('8499').includes('8499'))
+  t.ok(typoVariants('123456789012').length <= MAX_NEAR_VARIANTS)
+  // Mutation: without the lookup the notice has nothing to offer.
+  const m = mutant({ file: 'recall/recall.ts', from: 'typoVariants(s).filter((v) => inStore(store, v))', to: '[] as string[]' })
+  t.teardown(() => m.remove())
+  const mutated = await m.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  const abstain = await m.load<typeof import('../../lib/recall/abstain.ts')>('recall/abstain.ts')
+  t.same(abstain.abstentionOf(mutated.recallBlocks(store, '8494 端口是谁的', { topK: 5 }))?.near, [])
 })
 
 t.test('abstention: only specific numeric strings decide; dates never do', async (t) => {

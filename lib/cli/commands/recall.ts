@@ -2,6 +2,7 @@
  * `stablemem recall`: runs the same recall the plugin injects each turn (same function, same
  * ranking) and shows why each note was found. Read-only: it does not count as an access.
  */
+import { abstentionOf } from '../../recall/abstain.ts'
 import { recallBlocksHybrid } from '../../recall/hybrid.ts'
 import { MAX_TOP_K } from '../../recall/recall.ts'
 import { println, UsageError, type Command } from '../command.ts'
@@ -14,7 +15,9 @@ export const command: Command = {
     '',
     'Ranks stored notes for a query with the plugin\'s own recall and prints, for each hit,',
     'its score (>= 1 means pinned by an exact symbol such as a port, IP, path or version),',
-    'the exact flag and why it matched. Does not change access counts.',
+    'the exact flag and why it matched. When the query names a number, version or IP that no',
+    'note holds, says so (the plugin would inject its "no record" notice) and names stored',
+    'strings one typo away. Does not change access counts.',
     '',
     `  --k <n>  how many hits (default 5, at most ${MAX_TOP_K})`,
     '  --json   the hits as a JSON array of {id, text, score, exact, why}',
@@ -30,7 +33,13 @@ export const command: Command = {
       return 0
     }
     if (hits.length === 0) {
-      println(io.stdout, 'no notes match')
+      const abstained = abstentionOf(hits)
+      if (abstained === undefined) println(io.stdout, 'no notes match')
+      else {
+        // The plugin would inject its "no record" notice here, not unrelated notes.
+        println(io.stdout, `no record of ${abstained.missing.join(', ')} (recall abstains)`)
+        if (abstained.near.length > 0) println(io.stdout, `one typo away, the store holds: ${abstained.near.join(', ')}`)
+      }
       return 0
     }
     hits.forEach((hit, i) => {
