@@ -56,34 +56,32 @@ export function decisiveSymbols(query: string, exact: readonly string[]): string
 
 /** Most typo variants looked up for one missing string (a 12-digit string has 11 swaps and 108 digit changes). */
 export const MAX_NEAR_VARIANTS = 64
+/** Longest missing string given typo variants: past an IPv6 address or a commit hash a "typo" means nothing, and a pasted blob must cost nothing. */
+export const MAX_NEAR_LENGTH = 48
 
 /**
  * The strings one typo away from `symbol`: two neighbouring letters or digits swapped, or one
  * digit replaced by another — the slips people make typing numbers, ports and versions.
  * Punctuation stays where it is, so `10.3.7.9` never becomes `10.37..9`. Distinct, in a fixed
- * order (swaps first), at most `MAX_NEAR_VARIANTS`.
+ * order (swaps first), at most `MAX_NEAR_VARIANTS`; none for a string over `MAX_NEAR_LENGTH`.
  */
 export function typoVariants(symbol: string): string[] {
   const chars = Array.from(symbol)
+  if (chars.length > MAX_NEAR_LENGTH) return []
   const out = new Set<string>()
   const alnum = (c: string | undefined) => c !== undefined && /[\p{L}\p{N}]/u.test(c)
+  const edit = (changes: ReadonlyArray<readonly [number, string]>) => {
+    const variant = [...chars]
+    for (const [at, char] of changes) variant[at] = char
+    out.add(variant.join(''))
+  }
   for (let i = 0; i + 1 < chars.length; i++) {
-    if (chars[i] === chars[i + 1] || !alnum(chars[i]) || !alnum(chars[i + 1])) continue
-    const swapped = [...chars]
-    swapped[i] = chars[i + 1]!
-    swapped[i + 1] = chars[i]!
-    out.add(swapped.join(''))
+    if (chars[i] !== chars[i + 1] && alnum(chars[i]) && alnum(chars[i + 1])) edit([[i, chars[i + 1]!], [i + 1, chars[i]!]])
   }
   for (let i = 0; i < chars.length; i++) {
     if (!/[0-9]/.test(chars[i]!)) continue
-    for (let d = 0; d <= 9; d++) {
-      if (String(d) === chars[i]) continue
-      const changed = [...chars]
-      changed[i] = String(d)
-      out.add(changed.join(''))
-    }
+    for (let d = 0; d <= 9; d++) if (String(d) !== chars[i]) edit([[i, String(d)]])
   }
-  out.delete(symbol)
   return [...out].slice(0, MAX_NEAR_VARIANTS)
 }
 

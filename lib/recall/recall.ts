@@ -10,6 +10,9 @@ import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
 import { analyzeQuery, containsWhole, isEmptyAnalysis, symbolVariants, type QueryAnalysis } from './symbols.ts'
 import type { RecallOptions } from './types.ts'
 
+/** Missing strings an abstention looks for typo neighbours of (each costs up to 64 cached index lookups). */
+const NEAR_SYMBOLS = 4
+
 /** Hits returned when the caller does not say. */
 export const DEFAULT_TOP_K = 5
 /** Largest accepted topK. */
@@ -86,7 +89,7 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
   if (options.abstain !== false) {
     const decisive = decisiveSymbols(text, analysis.exact)
     if (decisive.length > 0 && decisive.every((s) => !inStore(store, s))) {
-      const near = decisive.flatMap((s) => typoVariants(s).filter((v) => inStore(store, v)))
+      const near = decisive.slice(0, NEAR_SYMBOLS).flatMap((s) => typoVariants(s).filter((v) => inStore(store, v)))
       return markAbstained([], { missing: decisive, mentioned: mentionedWords(analysis, blocks.map(([, b]) => b)), near: [...new Set(near)] })
     }
   }

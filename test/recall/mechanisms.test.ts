@@ -1,5 +1,5 @@
 import t from 'tap'
-import { abstentionOf, decisiveSymbols, MAX_NEAR_VARIANTS, typoVariants } from '../../lib/recall/abstain.ts'
+import { abstentionOf, decisiveSymbols, MAX_NEAR_LENGTH, MAX_NEAR_VARIANTS, typoVariants } from '../../lib/recall/abstain.ts'
 import { arbitrate, replacesValue } from '../../lib/recall/arbitration.ts'
 import { charOverlap, MAX_QUERY_CJK_CHARS, queryChars } from '../../lib/recall/char-overlap.ts'
 import { coverage } from '../../lib/recall/coverage.ts'
@@ -197,6 +197,11 @@ t.test('abstention names a stored string one typo away, as a question for the us
   t.notOk(typoVariants('10.3.7.9').some((v) => /\.\.|^\.|\.$/.test(v)), 'punctuation never moves')
   t.notOk(typoVariants('8499').includes('8499'))
   t.ok(typoVariants('123456789012').length <= MAX_NEAR_VARIANTS)
+  t.same(typoVariants('9'.repeat(MAX_NEAR_LENGTH + 1)), [], 'a pasted blob gets no variants (and costs nothing)')
+  t.equal(abstentionOf(recallBlocks(store, `端口 ${'7'.repeat(8_000)}`, { topK: 5 }))?.near.length, 0, 'an 8,000-digit "port" abstains without a typo search')
+  const guard = mutant({ file: 'recall/abstain.ts', from: 'if (chars.length > MAX_NEAR_LENGTH) return []', to: '' })
+  t.teardown(() => guard.remove())
+  t.ok((await guard.load<typeof import('../../lib/recall/abstain.ts')>('recall/abstain.ts')).typoVariants('9'.repeat(MAX_NEAR_LENGTH + 1)).length > 0, 'mutation: without the length guard a blob gets variants')
   // Mutation: without the lookup the notice has nothing to offer.
   const m = mutant({ file: 'recall/recall.ts', from: 'typoVariants(s).filter((v) => inStore(store, v))', to: '[] as string[]' })
   t.teardown(() => m.remove())
