@@ -113,8 +113,13 @@ export interface GeneratedBlock {
   words: string[]
 }
 
-/** The four query kinds the benchmark reports. */
-export const QUERY_KINDS = ['zh_phrase', 'en_words', 'exact_symbol', 'long_conversational'] as const
+/**
+ * The query kinds the benchmark reports. `absent_symbol` asks about a port, host, path or version
+ * of the same form as a stored one that no block holds (a port above 65023, a host outside 10/8,
+ * a major version above 9, a path number above 999): recall abstains and looks for stored strings
+ * one typo away.
+ */
+export const QUERY_KINDS = ['zh_phrase', 'en_words', 'exact_symbol', 'long_conversational', 'absent_symbol'] as const
 /** One query kind. */
 export type QueryKind = typeof QUERY_KINDS[number]
 
@@ -195,6 +200,10 @@ export function corpus(seed: number): Corpus {
       if (kind === 'exact_symbol' && b.symbol !== '') {
         return b.kind === 'en' ? `what is ${b.symbol} used for?` : `${b.symbol} 是哪个服务的？`
       }
+      if (kind === 'absent_symbol' && b.symbol !== '') {
+        const absent = absentLike(b.symbol)
+        return b.kind === 'en' ? `what is ${absent} used for?` : `${absent} 是哪个服务的？`
+      }
       if (kind === 'long_conversational' && b.words.length >= 2) {
         const a = b.words[0]!, c = b.words[b.words.length - 1]!
         return `嗨，早上好！我昨天和团队开了个会，聊了很多事情，有些细节记不太清楚了。` +
@@ -207,4 +216,12 @@ export function corpus(seed: number): Corpus {
   }
 
   return { block, query }
+}
+
+/** A symbol of the same form as a generated one that no generated block can hold (see `QUERY_KINDS`). */
+function absentLike(symbol: string): string {
+  if (/^\d+$/.test(symbol)) return String(65_024 + (Number(symbol) % 34_976))
+  if (symbol.startsWith('10.')) return `11.${symbol.slice(3)}`
+  if (symbol.startsWith('v')) return `v1${symbol.slice(1)}`
+  return symbol.replace(/-(\d+)\.conf$/, (_, n: string) => `-${1000 + Number(n)}.conf`)
 }
