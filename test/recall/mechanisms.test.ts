@@ -202,6 +202,13 @@ t.test('abstention names a stored string one typo away, as a question for the us
   const guard = mutant({ file: 'recall/abstain.ts', from: 'if (chars.length > MAX_NEAR_LENGTH) return []', to: '' })
   t.teardown(() => guard.remove())
   t.ok((await guard.load<typeof import('../../lib/recall/abstain.ts')>('recall/abstain.ts')).typoVariants('9'.repeat(MAX_NEAR_LENGTH + 1)).length > 0, 'mutation: without the length guard a blob gets variants')
+  const many = '1111、2222、3333、4444 和 8494 端口是谁的'
+  t.same(near(many), [], 'typo neighbours are looked up for the first four missing strings only')
+  const wider = mutant({ file: 'recall/recall.ts', from: 'const NEAR_SYMBOLS = 4', to: 'const NEAR_SYMBOLS = 5' })
+  t.teardown(() => wider.remove())
+  const widerRecall = await wider.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  const widerAbstain = await wider.load<typeof import('../../lib/recall/abstain.ts')>('recall/abstain.ts')
+  t.same(widerAbstain.abstentionOf(widerRecall.recallBlocks(store, many, { topK: 5 }))?.near, ['8499'], 'mutation: a fifth string would be looked up')
   // Mutation: without the lookup the notice has nothing to offer.
   const m = mutant({ file: 'recall/recall.ts', from: 'typoVariants(s).filter((v) => inStore(store, v))', to: '[] as string[]' })
   t.teardown(() => m.remove())
