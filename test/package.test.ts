@@ -1,7 +1,7 @@
 /**
  * The package as a user gets it: build, `npm pack`, install the tarball into a fresh folder
- * outside this project together with the pinned dsh peers (offline, from the npm cache this
- * project's own install filled), then import it by name and run a real agent-loop turn with it:
+ * outside this project together with the pinned dsh peers (from the npm cache this project's own
+ * install filled, fetching only the registry metadata it lacks), then import it by name and run a real agent-loop turn with it:
  * the tool saves a note, a second session recalls it. Also checks the `.d.ts` files are shipped.
  */
 import { execFileSync } from 'node:child_process'
@@ -87,7 +87,10 @@ t.test('npm pack → install into a fresh folder → import by name → a real t
   const deps: Record<string, string> = { 'dsh-stablemem': `file:${join(out, packed[0]!.filename)}` }
   for (const [pkg, version] of Object.entries(manifest.devDependencies)) if (pkg.startsWith('@deepseek-ai/')) deps[pkg] = version
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module', dependencies: deps, overrides: manifest.overrides }, null, 2))
-  npm(['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], consumer)
+  // Prefer the npm cache, but let npm fetch what it lacks: `npm ci` caches the locked tarballs and
+  // not the registry metadata an unlocked install resolves versions from, so with a cold cache
+  // (a new CI machine) `--offline` cannot resolve the peers at all.
+  npm(['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], consumer)
   const installed = join(consumer, 'node_modules', 'dsh-stablemem')
   t.ok(existsSync(join(installed, 'dist', 'index.d.ts')), 'installed with its declarations')
   for (const peer of Object.keys(manifest.peerDependencies)) t.ok(existsSync(join(consumer, 'node_modules', peer)), `peer ${peer} resolved`)
