@@ -7,6 +7,7 @@ import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
+import { adopt, exists, mark, restore, type ChainAccess } from './supersede.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
 import { VectorTable } from './vectors.ts'
 
@@ -66,6 +67,8 @@ export class BlockStore {
   private readonly db: DatabaseSync
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
+  /** The supersede chain's view of this store (`supersede.ts`). */
+  private readonly chain: ChainAccess = { stmt: (key, sql) => this.stmt(key, sql) }
   private readonly matchCounts = new Map<string, number>()
   private matchCountsVersion = -1
   private vocabReady = false
@@ -132,26 +135,24 @@ export class BlockStore {
     const index = this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)')
     this.matchCounts.clear()
     const results = this.transaction(() => rows.map((row) => {
-      const result = (created: boolean): CommitResult => row.redacted.length > 0 ? { id: row.id, created, redacted: row.redacted } : { id: row.id, created }
       const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now)
       const created = Number(inserted.changes) === 1
+      let replaced: string | undefined
       if (created) index.run(inserted.lastInsertRowid, withoutCjk(row.text), cjkIndexText(row.text))
-      else update.run(row.source, row.scene, row.semanticType, now, row.id)
-      if (row.supersedes !== '') this.supersede(row.id, row.supersedes, now)
-      return result(created)
+      else {
+        update.run(row.source, row.scene, row.semanticType, now, row.id)
+        // Saying a replaced text again makes it current again: the later commit wins.
+        replaced = restore(this.chain, row.id, now)
+      }
+      if (row.supersedes !== '') mark(this.chain, row.supersedes, row.id, now)
+      const result: CommitResult = { id: row.id, created }
+      if (replaced !== undefined) result.restored = replaced
+      if (row.redacted.length > 0) result.redacted = row.redacted
+      return result
     }))
     // Our own commits do not change `data_version`, so the cached count stays valid if we add ours.
     if (this.countCache) this.countCache.blocks += results.filter((r) => r.created).length
     return results
-  }
-
-  /** Marks `oldId` as replaced by `newId` and records the edge; runs inside a commit's transaction. */
-  private supersede(newId: string, oldId: string, now: number): void {
-    if (oldId === newId) throw new StableMemError('invalid_input', 'supersedes: a block cannot supersede itself')
-    const marked = this.stmt('supersede', 'UPDATE blocks SET superseded_by = ? WHERE id = ?').run(newId, oldId)
-    if (Number(marked.changes) === 0) throw new StableMemError('not_found', `supersedes: no block ${oldId}`)
-    this.stmt('link', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
-      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`).run('block', newId, 'block', oldId, 'supersedes', now)
   }
 
   /** The block with this id, or undefined. */
@@ -394,28 +395,50 @@ export class BlockStore {
    * and access, the larger access count, and the imported non-empty tags when the import is newer.
    * Merging is idempotent, so importing the same file twice changes nothing. Call it inside
    * `transaction` to restore many blocks in one write.
+   *
+   * `supersededBy` is restored when its block exists (a link that would loop is refused); when it
+   * does not exist yet, the block is stored as current and `pending` names the missing successor,
+   * for the caller to `adoptSuccessor` once that block arrives. `secrets` decides what happens to
+   * credentials (see `ImportOptions`); a masked note is stored under its masked text's id, returned.
    */
-  importBlock(block: Block): { created: boolean } {
-    const row = this.validate(block, '')
-    if (row.redacted.length > 0) {
-      throw new StableMemError('contains_secret', `text contains credentials (${row.redacted.join(', ')}); the secrets policy does not allow importing them unmasked`)
+  importBlock(block: Block, secrets: SecretsPolicy = 'refuse'): { created: boolean, id: string, pending?: string, redacted?: string[] } {
+    const original = this.validate(block, '', 'allow')
+    if (original.text !== block.text) throw new StableMemError('invalid_input', 'text is not in canonical form (NFC, trimmed)')
+    if (original.id !== block.id) throw new StableMemError('invalid_input', `id ${String(block.id)} is not the content address of its text (expected ${original.id})`)
+    const row = secrets === 'allow' ? original : this.validate(block, '', 'redact')
+    if (row.redacted.length > 0 && secrets === 'refuse') {
+      throw new StableMemError('contains_secret', `text contains credentials (${row.redacted.join(', ')}); import refuses them unless told to keep them (secrets allow) or mask them (secrets redact)`)
     }
-    if (row.text !== block.text) throw new StableMemError('invalid_input', 'text is not in canonical form (NFC, trimmed)')
-    if (row.id !== block.id) throw new StableMemError('invalid_input', `id ${String(block.id)} is not the content address of its text (expected ${row.id})`)
     const createdAt = checkTime(block.createdAt, 'createdAt')
     const updatedAt = checkTime(block.updatedAt, 'updatedAt')
-    const accessCount = checkTime(block.accessCount, 'accessCount')
+    const accessCount = checkCount(block.accessCount, 'accessCount')
     const lastAccessAt = block.lastAccessAt === null ? null : checkTime(block.lastAccessAt, 'lastAccessAt')
     const supersededBy = block.supersededBy === null ? null : checkTag(block.supersededBy, 'supersededBy', true)
-    const insert = this.stmt('importInsert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, superseded_by)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING rowid`)
-    const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, supersededBy) as { rowid: number } | undefined
+    const created = this.restoreRow(row, createdAt, updatedAt, accessCount, lastAccessAt)
+    const result = row.redacted.length > 0 ? { created, id: row.id, redacted: row.redacted } : { created, id: row.id }
+    if (supersededBy === null) return result
+    if (!exists(this.chain, supersededBy)) return { ...result, pending: supersededBy }
+    adopt(this.chain, row.id, supersededBy)
+    return result
+  }
+
+  /** Restores an imported `supersededBy` whose block arrived later in the file (see `importBlock`). */
+  adoptSuccessor(id: string, successor: string): void {
+    adopt(this.chain, id, successor)
+  }
+
+  /** Inserts or merges one imported row (see `importBlock`); true when it was new. */
+  private restoreRow(row: { id: string, text: string, source: string, scene: string, semanticType: string },
+    createdAt: number, updatedAt: number, accessCount: number, lastAccessAt: number | null): boolean {
+    const insert = this.stmt('importInsert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING rowid`)
+    const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt) as { rowid: number } | undefined
     if (inserted) {
       this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
       this.matchCounts.clear()
       // Our own writes do not change `data_version`, so the cached count must follow them.
       if (this.countCache) this.countCache.blocks++
-      return { created: true }
+      return true
     }
     this.stmt('importMerge', `UPDATE blocks SET
       source = CASE WHEN ?1 <> '' AND ?5 > updated_at THEN ?1 ELSE source END,
@@ -424,10 +447,26 @@ export class BlockStore {
       created_at = min(created_at, ?4),
       updated_at = max(updated_at, ?5),
       access_count = max(access_count, ?6),
-      last_access_at = CASE WHEN ?7 IS NULL THEN last_access_at WHEN last_access_at IS NULL THEN ?7 ELSE max(last_access_at, ?7) END,
-      superseded_by = coalesce(superseded_by, ?9)
-      WHERE id = ?8`).run(row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, row.id, supersededBy)
-    return { created: false }
+      last_access_at = CASE WHEN ?7 IS NULL THEN last_access_at WHEN last_access_at IS NULL THEN ?7 ELSE max(last_access_at, ?7) END
+      WHERE id = ?8`).run(row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, row.id)
+    return false
+  }
+
+  /**
+   * Runs `fn` inside a savepoint of the open transaction: if it throws, only its own writes are
+   * undone. Import applies each line this way, so a refused line leaves nothing half-written.
+   */
+  savepoint<T>(fn: () => T): T {
+    this.db.exec('SAVEPOINT stablemem_line')
+    try {
+      const result = fn()
+      this.db.exec('RELEASE stablemem_line')
+      return result
+    } catch (error) {
+      this.db.exec('ROLLBACK TO stablemem_line')
+      this.db.exec('RELEASE stablemem_line')
+      throw error
+    }
   }
 
   /**
@@ -446,7 +485,7 @@ export class BlockStore {
     return Number((this.stmt('dataVersion', 'PRAGMA data_version').get() as { data_version: number }).data_version)
   }
 
-  private validate(input: CommitInput, prefix: string): Required<CommitInput> & { id: string, redacted: string[] } {
+  private validate(input: CommitInput, prefix: string, secrets: SecretsPolicy = this.secrets): Required<CommitInput> & { id: string, redacted: string[] } {
     if (input === null || typeof input !== 'object') throw new StableMemError('invalid_input', `${prefix === '' ? 'input' : prefix.slice(0, -1)} must be an object with a text field`)
     if (typeof input.text !== 'string') throw new StableMemError('invalid_input', `${prefix}text must be a string`)
     if (hasLoneSurrogate(input.text)) {
@@ -457,7 +496,7 @@ export class BlockStore {
     if (canonical.length > this.maxBlockChars) {
       throw new StableMemError('too_large', `${prefix}text has ${canonical.length} characters; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
     }
-    const { text, redacted } = applySecretsPolicy(canonical, this.secrets, `${prefix}text`)
+    const { text, redacted } = applySecretsPolicy(canonical, secrets, `${prefix}text`)
     if (text.length > this.maxBlockChars) {
       throw new StableMemError('too_large', `${prefix}text has ${text.length} characters after masking credentials; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
     }
@@ -550,8 +589,21 @@ function checkTag(value: unknown, field: string, required: boolean): string {
   return value.normalize('NFC').trim()
 }
 
-/** A time or counter from an import: a non-negative safe integer. */
+/** The latest time a JavaScript `Date` can hold (ms since the epoch): 275760-09-13. */
+const MAX_DATE_MS = 8.64e15
+
+/**
+ * A time from an import: a non-negative integer a `Date` can hold. A later one would be stored
+ * and then break every command that prints dates (`stats`, `get`, the Markdown export).
+ */
 function checkTime(value: unknown, field: string): number {
+  const ms = checkCount(value, field)
+  if (ms > MAX_DATE_MS) throw new StableMemError('invalid_input', `${field} ${ms} is beyond the last date JavaScript can represent (${MAX_DATE_MS})`)
+  return ms
+}
+
+/** A counter from an import: a non-negative safe integer. */
+function checkCount(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
     throw new StableMemError('invalid_input', `${field} must be a non-negative integer`)
   }
