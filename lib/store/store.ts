@@ -1,5 +1,6 @@
-import { mkdirSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
@@ -21,6 +22,12 @@ export interface StoreOptions {
   secrets?: SecretsPolicy
   /** Clock, injectable for deterministic tests. */
   now?: () => number
+  /**
+   * Open for reading only (the CLI's read commands): nothing is written, no journal is created,
+   * and WAL files this open had to create are removed again on close. A file of an older schema
+   * is still upgraded first, which needs write access.
+   */
+  readOnly?: boolean
 }
 
 /** Default upper bound for one block's text: memory notes are short; documents belong elsewhere. */
@@ -64,7 +71,11 @@ export class BlockStore {
   readonly secrets: SecretsPolicy
   /** Block vectors and centroids (written by `lib/embed/`, after commit). */
   readonly vectors: VectorTable
+  /** True when opened with `readOnly` (and the file needed no upgrade). */
+  readonly readOnly: boolean
   private readonly db: DatabaseSync
+  /** WAL files that did not exist before a read-only open (removed on close when no one else uses them). */
+  private readonly createdWalFiles: boolean
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
   /** The supersede chain's view of this store (`supersede.ts`). */
@@ -86,25 +97,30 @@ export class BlockStore {
     this.maxBlockChars = options.maxBlockChars ?? DEFAULT_MAX_BLOCK_CHARS
     this.secrets = options.secrets ?? 'redact'
     this.now = options.now ?? Date.now
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000
-    let db: DatabaseSync
-    try {
-      db = new DatabaseSync(path, { timeout: busyTimeoutMs })
-    } catch (error) {
-      throw new StableMemError('unavailable', `cannot open store ${path}: ${(error as Error).message}`, { cause: error })
-    }
+    let readOnly = options.readOnly === true && path !== ':memory:'
+    this.createdWalFiles = readOnly && !existsSync(`${path}-wal`) && !existsSync(`${path}-shm`)
+    if (!readOnly && path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+    let db = openFile(path, busyTimeoutMs, readOnly)
     try {
       refuseForeign(db, path)
-      if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
+      if (readOnly && schemaVersion(db) < SCHEMA_VERSION) {
+        // This code reads only the current schema, so an older file is upgraded once, read-write.
+        db.close()
+        readOnly = false
+        db = openFile(path, busyTimeoutMs, false)
+        refuseForeign(db, path)
+      }
+      if (!readOnly && path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
       db.exec(`PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = ${PAGE_CACHE_KIB}`)
-      migrate(db)
-      probe(db, busyTimeoutMs)
+      if (!readOnly) migrate(db)
+      probe(db, busyTimeoutMs, !readOnly)
     } catch (error) {
       db.close()
       if (error instanceof StableMemError) throw error
       throw new StableMemError('unavailable', `cannot use store ${path}: ${(error as Error).message}`, { cause: error })
     }
+    this.readOnly = readOnly
     this.db = db
     this.vectors = new VectorTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
   }
@@ -351,6 +367,7 @@ export class BlockStore {
     this.closed = true
     this.statements.clear()
     this.db.close()
+    if (this.readOnly && this.createdWalFiles) removeIdleWalFiles(this.path)
   }
 
   /** Runs `fn` in one IMMEDIATE transaction, so concurrent writers queue instead of failing mid-way. */
@@ -562,7 +579,13 @@ function refuseForeign(db: DatabaseSync, path: string): void {
  * never changed; a read-only file or folder fails here), and the last page of the block table and
  * the FTS index's structure records can be read.
  */
-function probe(db: DatabaseSync, busyTimeoutMs: number): void {
+function probe(db: DatabaseSync, busyTimeoutMs: number, write: boolean): void {
+  if (write) probeWrite(db, busyTimeoutMs)
+  db.prepare('SELECT max(rowid) FROM blocks').get()
+  db.prepare(`SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH '"stablemem"' LIMIT 1`).get()
+}
+
+function probeWrite(db: DatabaseSync, busyTimeoutMs: number): void {
   db.exec('PRAGMA busy_timeout = 0')
   try {
     db.exec('BEGIN IMMEDIATE')
@@ -577,8 +600,38 @@ function probe(db: DatabaseSync, busyTimeoutMs: number): void {
   } finally {
     db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
   }
-  db.prepare('SELECT max(rowid) FROM blocks').get()
-  db.prepare(`SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH '"stablemem"' LIMIT 1`).get()
+}
+
+/**
+ * Opens the SQLite file. Read-only, a WAL store still needs its `-shm` index, which SQLite cannot
+ * create in a read-only folder: then, and only when no `-wal` file exists (so no writer can be
+ * active there and nothing is left unread), the file is opened as immutable.
+ */
+function openFile(path: string, busyTimeoutMs: number, readOnly: boolean): DatabaseSync {
+  try {
+    return new DatabaseSync(path, { timeout: busyTimeoutMs, readOnly })
+  } catch (error) {
+    if (readOnly && !existsSync(`${path}-wal`)) {
+      try {
+        return new DatabaseSync(`${pathToFileURL(path).href}?immutable=1`, { readOnly: true })
+      } catch { /* report the first error */ }
+    }
+    throw new StableMemError('unavailable', `cannot open store ${path}: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/**
+ * After a read-only open that had to create the WAL files: one plain open and close removes them
+ * again when this was the last connection (SQLite deletes an empty WAL on the last close), and
+ * leaves them alone while another process uses them.
+ */
+function removeIdleWalFiles(path: string): void {
+  if (!existsSync(`${path}-wal`) && !existsSync(`${path}-shm`)) return
+  try {
+    const db = new DatabaseSync(path)
+    db.prepare('SELECT 1 FROM sqlite_schema LIMIT 1').get() // the WAL is only looked at once the file is read
+    db.close()
+  } catch { /* a read-only folder: SQLite could not have created them either */ }
 }
 
 function checkTag(value: unknown, field: string, required: boolean): string {

@@ -1,5 +1,6 @@
 /** `stablemem commit`: save a note from the shell, exactly as the commit tool would. */
-import { println, type Command } from '../command.ts'
+import { canonicalText } from '../../text/normalize.ts'
+import { println, UsageError, type Command } from '../command.ts'
 import { openForWrite, withStore } from '../open-store.ts'
 
 /** The commit command. */
@@ -16,6 +17,7 @@ export const command: Command = {
   options: { source: { type: 'string' }, scene: { type: 'string' }, json: { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
   async run({ db, args, values, io }) {
+    if (canonicalText(args[0]!) === '') throw new UsageError('<text> is empty')
     const input = { text: args[0]!, source: typeof values.source === 'string' ? values.source : 'cli', scene: typeof values.scene === 'string' ? values.scene : '' }
     const result = await withStore(openForWrite(db), (store) => store.commit(input))
     if (values.json === true) println(io.stdout, JSON.stringify(result))

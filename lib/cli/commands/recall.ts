@@ -24,10 +24,10 @@ export const command: Command = {
   ].join('\n'),
   options: { k: { type: 'string' }, json: { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
-  async run({ db, args, values, io }) {
+  async run({ db, dbGiven, args, values, io }) {
     const k = values.k === undefined ? 5 : Number(values.k)
     if (!Number.isInteger(k) || k < 1 || k > MAX_TOP_K) throw new UsageError(`--k must be a whole number from 1 to ${MAX_TOP_K}`)
-    const hits = await withStore(openExisting(db), (store) => recallBlocksHybrid(store, null, args[0]!, { topK: k, recordAccess: false }))
+    const hits = await withStore(openExisting(db, dbGiven), (store) => recallBlocksHybrid(store, null, args[0]!, { topK: k, recordAccess: false }))
     if (values.json === true) {
       println(io.stdout, JSON.stringify(hits))
       return 0
