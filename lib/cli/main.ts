@@ -15,6 +15,7 @@ for (const stream of [process.stdout, process.stderr]) {
       try { process.stderr.write(`${outputFailure(name, error)}\n`) } catch { /* standard error is gone too */ }
     }
     outputFailed = true
+    process.exitCode = 1 // the error may arrive after the command returned
   })
 }
 const code = await run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env })

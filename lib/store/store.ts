@@ -608,9 +608,13 @@ function probeWrite(db: DatabaseSync, busyTimeoutMs: number): void {
  * active there and nothing is left unread), the file is opened as immutable.
  */
 function openFile(path: string, busyTimeoutMs: number, readOnly: boolean): DatabaseSync {
+  let db: DatabaseSync | undefined
   try {
-    return new DatabaseSync(path, { timeout: busyTimeoutMs, readOnly })
+    db = new DatabaseSync(path, { timeout: busyTimeoutMs, readOnly })
+    if (readOnly) db.prepare('SELECT 1 FROM sqlite_schema LIMIT 1').get() // SQLite opens the WAL index on the first read
+    return db
   } catch (error) {
+    db?.close()
     if (readOnly && !existsSync(`${path}-wal`)) {
       try {
         return new DatabaseSync(`${pathToFileURL(path).href}?immutable=1`, { readOnly: true })
