@@ -7,6 +7,7 @@ import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
 import { isAbstention } from './recall/abstain.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
 import { DEGRADED_REASONS, type DegradedReason, type HybridHits } from './recall/types.ts'
+import { AccessRecorder, type AccessStats } from './store/access.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
@@ -18,7 +19,7 @@ declare module '@deepseek-ai/cordis' {
 }
 
 /** `stats()` of the service: the store's counts plus the plugin's own health counters. */
-export interface ServiceStats extends Partial<StoreStats> {
+export interface ServiceStats extends Partial<StoreStats>, Partial<AccessStats> {
   /** False when the store could not be opened; `error` says why. The agent runs on without memory. */
   available: boolean
   error?: string
@@ -61,6 +62,7 @@ export class StableMem extends Service {
   private readonly config: Config
   private readonly storePath: string
   private store: BlockStore | undefined
+  private access: AccessRecorder | undefined
   private failure: string | undefined
   private recallFailureCount = 0
   private injectionCount = 0
@@ -88,6 +90,7 @@ export class StableMem extends Service {
   async [Service.init](): Promise<void> {
     try {
       this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets })
+      this.access = new AccessRecorder(this.store)
       if (this.embedder) {
         const logger = this.ctx.logger('stablemem')
         this.vectorizer = new BlockVectorizer(this.store, this.embedder, {
@@ -115,7 +118,8 @@ export class StableMem extends Service {
 
   /**
    * Recalls up to `topK` notes for a query, best first. Returned notes count as accesses unless
-   * `recordAccess` is false (then call `recordAccess` for the ones actually used). With an
+   * `recordAccess` is false (then call `recordAccess` for the ones actually used); counting never
+   * waits for another process's write lock (see `recordAccess`). With an
    * embedder, vectors take part when they can; otherwise the lexical result is returned and the
    * reason counted (see `stats().recallDegraded`). When the query names a specific exact string
    * the store lacks, the result is empty and carries a non-enumerable `abstained` reason (`abstentionOf`).
@@ -123,19 +127,24 @@ export class StableMem extends Service {
   async recall(query: string, options: { topK?: number, recordAccess?: boolean } = {}): Promise<HybridHits> {
     // A JavaScript caller can pass anything; recalling nothing for a number would hide its bug.
     if (typeof query !== 'string') throw new StableMemError('invalid_input', `query must be a string, not ${kindOf(query)}`)
+    if (options === null || typeof options !== 'object') throw new StableMemError('invalid_input', `options must be an object, not ${kindOf(options)}`)
     if (options.topK !== undefined && (typeof options.topK !== 'number' || Number.isNaN(options.topK))) {
       throw new StableMemError('invalid_input', `topK must be a number (1–100), not ${kindOf(options.topK)}`)
+    }
+    if (options.recordAccess !== undefined && typeof options.recordAccess !== 'boolean') {
+      throw new StableMemError('invalid_input', `recordAccess must be a boolean, not ${kindOf(options.recordAccess)}`)
     }
     const store = this.open()
     let hits: HybridHits
     try {
       hits = await recallBlocksHybrid(store, this.embedder, query, {
-        topK: options.topK, recordAccess: options.recordAccess ?? true,
+        topK: options.topK, recordAccess: false,
         budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
       })
     } catch (error) {
       throw this.failed(store, error)
     }
+    if (options.recordAccess ?? true) this.countAccess(hits.map((h) => h.id))
     if (isAbstention(hits)) return hits
     this.lastDegraded = hits.degraded
     if (hits.degraded) this.degradedCounts[hits.degraded]++
@@ -143,9 +152,31 @@ export class StableMem extends Service {
     return hits
   }
 
-  /** Counts these notes as accessed (count and time), e.g. the ones a caller showed to the model. */
+  /**
+   * Counts these notes as accessed (count and time), e.g. the ones a caller showed to the model.
+   * Never waits for another process's write lock: while one holds it the counts wait in memory and
+   * are written with the next recording (`stats().accessDeferred`).
+   */
   async recordAccess(ids: readonly string[]): Promise<void> {
-    this.use((store) => store.recordAccess(ids))
+    if (!Array.isArray(ids)) throw new StableMemError('invalid_input', `ids must be an array of block ids, not ${kindOf(ids)}`)
+    ids.forEach((id, i) => {
+      if (typeof id !== 'string') throw new StableMemError('invalid_input', `ids[${i}] must be a block id string, not ${kindOf(id)}`)
+    })
+    this.open()
+    this.countAccess(ids)
+  }
+
+  /** Best-effort access counting (see `recordAccess`); the file's damage still disables memory. */
+  private countAccess(ids: readonly string[]): void {
+    if (ids.length === 0 || !this.access) return
+    const store = this.open()
+    try {
+      this.access.record(ids)
+    } catch (error) {
+      const refusal = this.failed(store, error)
+      if (refusal !== error) throw refusal
+      this.ctx.logger('stablemem').warn('access counts not written: %s', error instanceof Error ? error.message : String(error))
+    }
   }
 
   /** Resolves when every queued note has its vector (or failed); for tests, the CLI and shutdown. */
@@ -166,6 +197,7 @@ export class StableMem extends Service {
 
   /** The stored block with this id, or undefined. */
   async get(id: string): Promise<Block | undefined> {
+    if (typeof id !== 'string') throw new StableMemError('invalid_input', `id must be a string, not ${kindOf(id)}`)
     return this.use((store) => store.get(id))
   }
 
@@ -187,7 +219,7 @@ export class StableMem extends Service {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
     }
     try {
-      return { available: true, ...this.store.stats(), ...health }
+      return { available: true, ...this.store.stats(), ...health, ...this.access?.stats() }
     } catch (error) {
       const refusal = this.failed(this.store, error)
       return { available: false, error: refusal instanceof Error ? refusal.message : String(refusal), path: this.storePath, ...health }

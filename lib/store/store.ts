@@ -74,6 +74,7 @@ export class BlockStore {
   /** True when opened with `readOnly` (and the file needed no upgrade). */
   readonly readOnly: boolean
   private readonly db: DatabaseSync
+  private readonly busyTimeoutMs: number
   /** WAL files that did not exist before a read-only open (removed on close when no one else uses them). */
   private readonly createdWalFiles: boolean
   private readonly now: () => number
@@ -121,6 +122,7 @@ export class BlockStore {
       throw new StableMemError('unavailable', `cannot use store ${path}: ${(error as Error).message}`, { cause: error })
     }
     this.readOnly = readOnly
+    this.busyTimeoutMs = busyTimeoutMs
     this.db = db
     this.vectors = new VectorTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
   }
@@ -277,11 +279,39 @@ export class BlockStore {
   recordAccess(ids: readonly string[]): void {
     if (ids.length === 0) return
     const now = this.now()
-    const touch = this.stmt('touch', 'UPDATE blocks SET access_count = access_count + 1, last_access_at = ? WHERE id = ?')
+    const counts = new Map<string, { count: number, at: number }>()
+    for (const id of ids) counts.set(id, { count: (counts.get(id)?.count ?? 0) + 1, at: now })
+    this.writeAccess(counts)
+  }
+
+  /**
+   * `recordAccess` for counts gathered earlier (`count` accesses each, the latest at `at`), that
+   * never waits for another connection's write lock: false, with nothing written, while one holds
+   * it. The per-turn path uses it (`lib/store/access.ts`), so a turn never waits on an import or a
+   * backfill in another process.
+   */
+  tryWriteAccess(counts: ReadonlyMap<string, { count: number, at: number }>): boolean {
+    if (counts.size === 0) return true
+    this.db.exec('PRAGMA busy_timeout = 0')
+    try {
+      this.writeAccess(counts)
+      return true
+    } catch (error) {
+      if (isBusy(error)) return false
+      throw error
+    } finally {
+      this.db.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`)
+    }
+  }
+
+  /** Adds access counts in one transaction without an fsync (see `recordAccess`). */
+  private writeAccess(counts: ReadonlyMap<string, { count: number, at: number }>): void {
+    const touch = this.stmt('touch', `UPDATE blocks SET access_count = access_count + ?1,
+      last_access_at = CASE WHEN last_access_at IS NULL OR last_access_at < ?2 THEN ?2 ELSE last_access_at END WHERE id = ?3`)
     const wal = this.path !== ':memory:'
     if (wal) this.db.exec('PRAGMA synchronous = NORMAL')
     try {
-      this.transaction(() => { for (const id of ids) touch.run(now, id) })
+      this.transaction(() => { for (const [id, { count, at }] of counts) touch.run(count, at, id) })
     } finally {
       if (wal) this.db.exec('PRAGMA synchronous = FULL')
     }
@@ -596,7 +626,7 @@ function probeWrite(db: DatabaseSync, busyTimeoutMs: number): void {
     }
   } catch (error) {
     // Another process holds the write lock: the file is writable, and opening must not wait for it.
-    if (((error as { errcode?: number }).errcode ?? 0) % 256 !== SQLITE_BUSY) throw error
+    if (!isBusy(error)) throw error
   } finally {
     db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
   }
@@ -636,6 +666,11 @@ function removeIdleWalFiles(path: string): void {
     db.prepare('SELECT 1 FROM sqlite_schema LIMIT 1').get() // the WAL is only looked at once the file is read
     db.close()
   } catch { /* a read-only folder: SQLite could not have created them either */ }
+}
+
+/** Whether SQLite refused because another connection holds the lock. */
+function isBusy(error: unknown): boolean {
+  return ((error as { errcode?: number }).errcode ?? 0) % 256 === SQLITE_BUSY
 }
 
 function checkTag(value: unknown, field: string, required: boolean): string {
