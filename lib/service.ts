@@ -8,6 +8,7 @@ import { isAbstention } from './recall/abstain.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
 import { DEGRADED_REASONS, type DegradedReason, type HybridHits } from './recall/types.ts'
 import { AccessRecorder, type AccessStats } from './store/access.ts'
+import { failureKind, transientReason } from './store/failure.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
@@ -23,6 +24,10 @@ export interface ServiceStats extends Partial<StoreStats>, Partial<AccessStats> 
   /** False when the store could not be opened; `error` says why. The agent runs on without memory. */
   available: boolean
   error?: string
+  /** Calls that failed for a reason that passes (full disk, I/O error, lock); memory stayed on and retried. */
+  transientFailures: number
+  /** Set while the last store call failed that way; cleared by the next call that writes. */
+  transientError?: string
   /** Turns whose recall failed (logged; the turn went on without notes). */
   recallFailures: number
   /** Recall messages injected into turns. */
@@ -64,6 +69,8 @@ export class StableMem extends Service {
   private store: BlockStore | undefined
   private access: AccessRecorder | undefined
   private failure: string | undefined
+  private transient: string | undefined
+  private transientCount = 0
   private recallFailureCount = 0
   private injectionCount = 0
   private hybridCount = 0
@@ -112,6 +119,7 @@ export class StableMem extends Service {
    */
   async commit(input: CommitInput): Promise<CommitResult> {
     const result = this.use((store) => store.commit(input))
+    this.recovered()
     if (result.created) this.vectorizer?.enqueue([result.id])
     return result
   }
@@ -171,11 +179,12 @@ export class StableMem extends Service {
     if (ids.length === 0 || !this.access) return
     const store = this.open()
     try {
-      this.access.record(ids)
+      if (this.access.record(ids)) this.recovered()
     } catch (error) {
+      // The counts stay waiting in the recorder; only damage is worth failing the caller for.
       const refusal = this.failed(store, error)
-      if (refusal !== error) throw refusal
-      this.ctx.logger('stablemem').warn('access counts not written: %s', error instanceof Error ? error.message : String(error))
+      if (failureKind(error) === 'damage') throw refusal
+      this.ctx.logger('stablemem').warn('access counts not written yet: %s', error instanceof Error ? error.message : String(error))
     }
   }
 
@@ -203,12 +212,16 @@ export class StableMem extends Service {
 
   /** Records an edge between two nodes (idempotent per source, target and type). */
   async link(edge: EdgeInput): Promise<{ created: boolean }> {
-    return this.use((store) => store.link(edge))
+    const result = this.use((store) => store.link(edge))
+    this.recovered()
+    return result
   }
 
   /** Counts, file facts and health; never throws. */
   async stats(): Promise<ServiceStats> {
     const health = {
+      transientFailures: this.transientCount,
+      ...(this.transient === undefined ? {} : { transientError: this.transient }),
       recallFailures: this.recallFailureCount,
       injections: this.injectionCount,
       hybridRecalls: this.hybridCount,
@@ -243,6 +256,11 @@ export class StableMem extends Service {
     return this.store && !this.store.isClosed ? undefined : (this.failure ?? 'store is closed')
   }
 
+  /** Why the last store call failed, while the failure is a passing one (full disk, I/O, lock); memory stays on. */
+  transientTrouble(): string | undefined {
+    return this.transient
+  }
+
   /** Counts one failed recall (called by the pre-step listener). */
   noteRecallFailure(): void {
     this.recallFailureCount++
@@ -263,16 +281,34 @@ export class StableMem extends Service {
   }
 
   /**
-   * A store error that means the file itself is damaged or unusable (found after a clean open)
+   * Sorts a store error (`lib/store/failure.ts`). Damage to the file (found after a clean open)
    * disables memory for the rest of the fiber, logged once and reported by `stats()`, instead of
-   * failing every later turn. Refusals of the caller's input pass through unchanged.
+   * failing every later turn. A failure that passes (a full disk, an I/O error, a lock) leaves
+   * memory on: the call is refused with a plain message, `stats()` and the context line say so
+   * until a later write succeeds. Refusals of the caller's input pass through unchanged.
    */
   private failed(store: BlockStore, error: unknown): unknown {
-    if (error instanceof StableMemError || !isDamagedFile(error)) return error
+    if (error instanceof StableMemError) return error
+    const kind = failureKind(error)
+    if (kind === 'transient') {
+      const reason = transientReason(error)
+      if (this.transient === undefined) this.ctx.logger('stablemem').warn('memory could not use %s (%s); it retries on the next call', this.storePath, reason)
+      this.transient = reason
+      this.transientCount++
+      return new StableMemError('unavailable', `long-term memory could not write just now (${reason}); nothing stored was lost, and the next call tries again`, { cause: error })
+    }
+    if (kind !== 'damage') return error
     this.failure = `store ${this.storePath} is damaged or unusable: ${(error as Error).message}`
     this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)
     store.close()
     return new StableMemError('unavailable', `long-term memory is unavailable: ${this.failure}`, { cause: error })
+  }
+
+  /** A write succeeded: a passing failure is over. */
+  private recovered(): void {
+    if (this.transient === undefined) return
+    this.ctx.logger('stablemem').info('memory writes to %s again', this.storePath)
+    this.transient = undefined
   }
 
   private vectorStats(): VectorStats {
@@ -298,14 +334,4 @@ function kindOf(value: unknown): string {
   if (value === null) return 'null'
   if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${String(value)}`
   return typeof value === 'object' ? 'an object' : typeof value
-}
-
-/** SQLite result codes that mean the file, not the call, is the problem. */
-const DAMAGED_CODES = new Set([8 /* READONLY */, 10 /* IOERR */, 11 /* CORRUPT */, 13 /* FULL */, 14 /* CANTOPEN */, 26 /* NOTADB */])
-
-function isDamagedFile(error: unknown): boolean {
-  if (!(error instanceof Error)) return false
-  const code = (error as { errcode?: unknown }).errcode
-  if (typeof code === 'number' && DAMAGED_CODES.has(code & 0xff)) return true
-  return /malformed|not a database|vtable constructor failed/i.test(error.message)
 }
