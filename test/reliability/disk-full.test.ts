@@ -68,7 +68,7 @@ async function fullThenFreed(dir: string, module?: typeof PluginModule): Promise
     const afterFreed = {
       toolText: requestTexts(h.adapter.requests.at(-1)!).join('\n'),
       stats: await h.ctx.stablemem.stats() as unknown as Record<string, unknown>,
-      recalled: (await h.ctx.stablemem.recall('出口网关', { recordAccess: false })).map((hit) => hit.text),
+      recalled: (await h.ctx.stablemem.recall('出口网关', { recordAccess: false }).catch(() => [])).map((hit) => hit.text),
     }
     return { whileFull, afterFreed }
   } finally {
