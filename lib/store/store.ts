@@ -28,7 +28,21 @@ export interface StoreOptions {
    * is still upgraded first, which needs write access.
    */
   readOnly?: boolean
+  /**
+   * The size the WAL file is cut back to once a checkpoint has copied it into the store (default
+   * `WAL_SIZE_LIMIT`); -1 keeps SQLite's default of never shrinking it (for measurements).
+   */
+  walSizeLimitBytes?: number
 }
+
+/**
+ * Bound of the WAL file once no reader holds an old snapshot: SQLite checkpoints every 1,000
+ * pages (4 MiB) and then, with this limit, truncates the WAL to 4 MiB instead of keeping its
+ * largest size for as long as any process has the file open. While a reader holds a snapshot
+ * nothing after it can be checkpointed, so the WAL grows until that reader finishes
+ * (docs/reliability.md has the measurement).
+ */
+export const WAL_SIZE_LIMIT = 4 << 20
 
 /** Default upper bound for one block's text: memory notes are short; documents belong elsewhere. */
 export const DEFAULT_MAX_BLOCK_CHARS = 32_768
@@ -112,7 +126,7 @@ export class BlockStore {
         db = openFile(path, busyTimeoutMs, false)
         refuseForeign(db, path)
       }
-      if (!readOnly && path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
+      if (!readOnly && path !== ':memory:') db.exec(`PRAGMA journal_mode = WAL; PRAGMA journal_size_limit = ${options.walSizeLimitBytes ?? WAL_SIZE_LIMIT}`)
       db.exec(`PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = ${PAGE_CACHE_KIB}`)
       if (!readOnly) migrate(db)
       probe(db, busyTimeoutMs, !readOnly)
