@@ -59,7 +59,7 @@ t.test('export → import → export is lossless and import is idempotent', asyn
   t.same(dataLines(second), dataLines(first), 'importing twice changed nothing')
 
   const recall = await runCli(['recall', '8499', '--db', dst, '--json'])
-  t.equal((JSON.parse(recall.stdout) as Array<{ id: string }>)[0]?.id, blocks[0]!.id, 'imported blocks are indexed for recall')
+  t.equal((JSON.parse(recall.stdout) as { hits: Array<{ id: string }> }).hits[0]?.id, blocks[0]!.id, 'imported blocks are indexed for recall')
 
   const md = await runCli(['export', '--format', 'md', '--db', dst])
   t.match(md.stdout, /^# dsh-stablemem export\n\n3 blocks, 2 edges/)

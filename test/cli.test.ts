@@ -60,7 +60,7 @@ t.test('commit, get and recall: Chinese and English, exact pin, read-only recall
 
   const recalled = await runCli(['recall', '8499 是哪个服务的端口？', '--db', db, '--json'])
   t.equal(recalled.code, 0, recalled.stderr)
-  const hits = JSON.parse(recalled.stdout) as Array<{ id: string, score: number, exact: boolean, why: string }>
+  const { hits } = JSON.parse(recalled.stdout) as { hits: Array<{ id: string, score: number, exact: boolean, why: string }> }
   t.equal(hits[0]?.id, zhId.id)
   t.equal(hits[0]?.exact, true)
   t.ok(hits[0]!.score >= 1, 'pinned score')
@@ -73,6 +73,14 @@ t.test('commit, get and recall: Chinese and English, exact pin, read-only recall
   t.equal(typo.stdout, 'no record of 8494 (recall abstains)\none typo away, the store holds: 8499\n')
   const absent = await runCli(['recall', '19999 是哪个服务的端口？', '--db', db])
   t.equal(absent.stdout, 'no record of 19999 (recall abstains)\n')
+  // --json says the same: the abstention and the typo neighbours.
+  const typoJson = JSON.parse((await runCli(['recall', '8494 是哪个服务的端口？', '--db', db, '--json'])).stdout) as unknown
+  t.match(typoJson, { hits: [], abstained: { missing: ['8494'], near: ['8499'] } })
+  t.same(JSON.parse((await runCli(['recall', 'zebra', '--db', db, '--json'])).stdout), { hits: [] }, 'no abstained key when nothing matched')
+  const secret = await runCli(['commit', 'billing token sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD', '--db', db])
+  t.match(secret.stdout, /^saved blk_[0-9a-f]{24}\nmasked before saving: .+\n$/, 'the human output says what was masked')
+  const secretJson = JSON.parse((await runCli(['commit', 'gateway token sk-abcdefghijklmnopqrstuvwxyz0123456789ABCE', '--db', db, '--json'])).stdout) as unknown
+  t.match(secretJson, { created: true, redacted: [String] }, 'and so does --json')
 
   const after = JSON.parse((await runCli(['get', zhId.id, '--db', db, '--json'])).stdout) as { accessCount: number }
   t.equal(after.accessCount, 0, 'recall from the CLI is read-only')
@@ -120,6 +128,6 @@ t.test('hostile recall queries never crash: FTS syntax, quotes, emoji, dashes', 
   for (const [i, query] of queries.entries()) {
     const r = await runCli(['recall', '--db', db, '--json', '--', query])
     t.equal(r.code, 0, `hostile query #${i + 1}: ${r.stderr}`) // no raw query in the message: U+2028 would split the TAP line
-    t.ok(Array.isArray(JSON.parse(r.stdout)))
+    t.ok(Array.isArray((JSON.parse(r.stdout) as { hits: unknown }).hits))
   }
 })
