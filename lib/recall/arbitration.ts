@@ -20,8 +20,9 @@ const VALUE = /v?\d+(?:[.:/-]\d+)*%?/gi
  * - `change`: the value was changed into another (changed, moved to, 改为, 换成 …);
  * - `retire`: the value is out of use, whatever replaced it (deactivated, retired, abolished,
  *   no longer used, 停用, 废弃, 作废, 注销, 下线 …);
- * - `succession`: old and new are set against each other (instead of, formerly, the old number,
- *   原来是, 旧号码, 现为, →).
+ * - `succession`: old and new are set against each other (instead of, the old number, 旧号码,
+ *   现为, →). Words that also tell a story ("originally", 原为, 原来是, 以前是, "formerly") are
+ *   left out: on the evaluation sets 原为 made one encyclopedia paragraph void another.
  *
  * Latin entries match as whole words (so "now" is not found in "know"); Chinese ones as
  * substrings. Only the vocabulary is broad: a replacement still needs the later note to name the
@@ -41,8 +42,8 @@ export const CHANGE_VOCABULARY: Readonly<Record<'change' | 'retire' | 'successio
     zh: ['不再', '停用', '弃用', '废弃', '废止', '作废', '撤销', '注销', '下线', '停止使用', '退役', '淘汰', '失效', '已过期', '已停'],
   },
   succession: {
-    en: ['instead of', 'in place of', 'now', 'formerly', 'previously', 'used to be', 'the old', 'old number', 'old address', '->', '→', '=>'],
-    zh: ['现为', '现在是', '现改', '原来是', '原来的', '原为', '原先', '以前是', '之前是', '曾经是', '旧号', '旧的', '老号码', '新号码'],
+    en: ['instead of', 'in place of', 'now', 'old number', 'old address', '->', '→', '=>'],
+    zh: ['现为', '现在是', '现改', '旧号', '旧的', '老号码', '新号码'],
   },
 }
 
