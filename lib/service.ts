@@ -3,8 +3,8 @@ import type { Config } from './config.ts'
 import { StableMemError } from './errors.ts'
 import { embedderFromConfig } from './embed/from-config.ts'
 import type { HttpEmbedder } from './embed/http.ts'
-import { stagesFor, type Stages } from './kernel/stages/api.ts'
-import { bindStages, type StageBinding } from './kernel/stages/bind.ts'
+import { StagesApi, type Stages } from './kernel/stages/api.ts'
+import { bindStages } from './kernel/stages/bind.ts'
 import { StageHost } from './kernel/stages/host.ts'
 import type { StageStats } from './kernel/stages/types.ts'
 import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
@@ -79,7 +79,11 @@ export class StableMem extends Service {
   private readonly embedderError: string | undefined
   private vectorizer: BlockVectorizer | undefined
   private readonly stageHost: StageHost
-  private readonly stageBinding: StageBinding
+  /**
+   * HologramAgent's turn stages over dsh hooks (docs/stages.md). A handler registered through a
+   * plugin's `ctx.stablemem.stages.on` is removed when that plugin unloads.
+   */
+  readonly stages: Stages
   private readonly turnCounts: Record<string, number> = {}
 
   constructor(ctx: Context, config: Config & { resolvedPath: string }) {
@@ -94,15 +98,8 @@ export class StableMem extends Service {
     }
     ctx.effect(() => () => this.close(), 'stablemem.close')
     this.stageHost = new StageHost(ctx.logger('stablemem'))
-    this.stageBinding = bindStages(ctx, this.stageHost, { maxStepsPerTurn: config.maxStepsPerTurn, stopWhenAllDenied: config.stopWhenAllDenied })
-  }
-
-  /**
-   * HologramAgent's turn stages over dsh hooks (docs/stages.md). Bound to the caller: a handler
-   * registered through `ctx.stablemem.stages.on` is removed when the registering plugin unloads.
-   */
-  get stages(): Stages {
-    return stagesFor(this.ctx, this.stageHost, () => this.stageBinding.idle())
+    const binding = bindStages(ctx, this.stageHost, { maxStepsPerTurn: config.maxStepsPerTurn, stopWhenAllDenied: config.stopWhenAllDenied })
+    this.stages = new StagesApi(ctx, this.stageHost, () => binding.idle())
   }
 
   /** Opens the store; a failure is recorded and logged, not thrown, so the agent keeps running. */
