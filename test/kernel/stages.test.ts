@@ -214,7 +214,7 @@ t.test('a throwing handler: the turn completes, the error is counted and logged,
   t.same(ran, ['second'])
   t.match((await h.ctx.stablemem.stats()).stages, { errors: { on_input: 1 }, calls: { on_input: 2 } })
   t.ok(h.logs.some((l) => l.type === 'warn' && /handler %s failed/.test(l.text) && / broken .*handler bug/.test(l.text)), 'logged with the handler name')
-  const bad = await throwingTurn(t, { file: 'kernel/stages/host.ts', from: '      return await entry.handler(input)\n    } catch (error) {\n', to: '      return await entry.handler(input)\n    } catch (error) {\n      throw error\n' })
+  const bad = await throwingTurn(t, { file: 'kernel/stages/host.ts', from: '    } catch (error) {\n      return this.failed(entry, error)', to: '    } catch (error) {\n      throw error' })
   t.same(turnEnds(bad.agent), ['error'], 'mutation: an uncaught handler error ends the turn in an error')
   t.same(bad.ran, [])
 })
@@ -236,7 +236,7 @@ t.test('two handlers of one stage run in order, never concurrently', async (t) =
   t.same(await overlapping(t), ['first start', 'first end', 'second start'])
   const bad = await overlapping(t, {
     file: 'kernel/stages/host.ts',
-    from: "    for (const entry of this.applicable(stage, agent)) {\n      const decision = await this.invoke(entry, input())",
+    from: "    for (const entry of this.applicable(stage, agent)) {\n      const called = this.invoke(entry, input())\n      const decision = isPromise(called) ? await called : called",
     to: "    for (const decision of await Promise.all(this.applicable(stage, agent).map((entry) => this.invoke(entry, input())))) {\n      const entry = { name: '' }",
   })
   t.same(bad, ['first start', 'second start', 'first end'], 'mutation: under Promise.all the second starts before the first ends')

@@ -8,9 +8,9 @@ import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
 import { isAgentLoopRequest, type ContentBlock, type StreamChunk, type UserMessage } from '@deepseek-ai/dsh-llm'
 import type { JsonValue } from '@deepseek-ai/dsh-session'
 import { renderPrompt, type PromptAssembly } from '@deepseek-ai/dsh-system-prompt'
-import type { PreToolDecision, ToolExecutionResult } from '@deepseek-ai/dsh-tools'
-import type { StageHost } from './host.ts'
-import type { StageText } from './types.ts'
+import type { PostToolDecision, PreToolDecision, ToolExecution, ToolExecutionResult } from '@deepseek-ai/dsh-tools'
+import { isPromise, type Entry, type StageHost } from './host.ts'
+import type { StageText, StageTurn } from './types.ts'
 
 /** The loop exits HologramAgent's README promised, as options of the host row (0 / false: off). */
 export interface LoopExits {
@@ -163,16 +163,16 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
   // on_input and pre_action run while the step's prompt is assembled: dsh assembles it (and the
   // runtime-context snapshot) before the pre-step decision, so that is the last moment at which
   // sections and contexts still reach this step's request. Their decisions are applied at pre-step.
-  ctx.on('system-prompt/assemble', async (assembly, context, next) => {
-    const result = await next()
+  ctx.on('system-prompt/assemble', (assembly, context, next) => {
     const agent = context.agent
-    if (agent === undefined) return result
-    const st = states.get(String(agent.id))
-    if (st === undefined || !st.assemblyDue) return result
+    const st = agent === undefined ? undefined : states.get(String(agent.id))
+    if (agent === undefined || st === undefined || !st.assemblyDue) return next()
     st.assemblyDue = false
     st.agent = agent
-    st.prepared = await prepare(st, agent, st.claimed, context.signal ?? never, result)
-    return result
+    return next().then(async (result) => {
+      st.prepared = await prepare(st, agent, st.claimed, context.signal ?? never, result)
+      return result
+    })
   })
 
   ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
@@ -197,70 +197,65 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     return messages === decision.messages ? decision : { kind: 'enter', messages }
   }, { prepend: true })
 
-  ctx.on('llm/stream', async function * (options, next): AsyncIterable<StreamChunk> {
+  ctx.on('llm/stream', (options, next) => {
     const st = isAgentLoopRequest(options) && options.sessionId !== undefined ? states.get(String(options.sessionId)) : undefined
     const agent = st?.agent
-    if (st === undefined || agent === undefined) return yield * next()
+    if (st === undefined || agent === undefined) return next()
     if (st.reply !== undefined) {
       const text = st.reply
       st.reply = undefined
-      return yield * replyChunks(text)
+      return replyChunks(text)
     }
     const entries = host.applicable('post_action', agent)
-    if (entries.length === 0) return yield * next()
-    const turn = st.turn
-    const step = st.stepsEnded + 1
-    for await (const chunk of next()) {
-      let current: StreamChunk[] = [chunk]
-      for (const entry of entries) {
-        const out: StreamChunk[] = []
-        for (const c of current) {
-          const d = await host.invoke(entry, { agent, turn, step, chunk: c })
-          if (d === undefined) out.push(c)
-          else if (d !== null) out.push(...(Array.isArray(d) ? d as StreamChunk[] : [d as StreamChunk]))
-        }
-        current = out
-      }
-      yield * current
-    }
+    if (entries.length === 0) return next()
+    return transformed(next(), entries, { agent, turn: st.turn, step: st.stepsEnded + 1 })
   })
 
-  ctx.on('tools/pre-execute', async (exec, next): Promise<PreToolDecision> => {
+  ctx.on('tools/pre-execute', (exec, next) => {
     const agent = exec.agent
     const st = agent === undefined ? undefined : states.get(String(agent.id))
-    let decision: PreToolDecision | undefined
-    if (agent !== undefined && host.has('before_toolcall', agent)) {
-      const input = { agent, turn: st?.turn ?? 0, step: (st?.stepsEnded ?? 0) + 1, callId: exec.callId, name: exec.name, arguments: exec.arguments, signal: exec.signal }
-      await host.run('before_toolcall', agent, () => input, (d, name) => {
-        if (d.kind === 'allow') return 'next'
-        if (d.kind === 'deny') decision = { kind: 'deny', reason: String(d.reason) }
-        else if (d.kind === 'ask') decision = d.reason === undefined ? { kind: 'ask' } : { kind: 'ask', reason: String(d.reason) }
-        else if (d.kind === 'result' && 'value' in d) authored.set(exec.token, d.value)
-        else {
-          host.refused('before_toolcall', name, `not a decision: ${JSON.stringify(d)}`)
-          return 'next'
-        }
-        return 'stop'
-      })
-    }
-    const final = decision ?? await next()
-    if (st !== undefined && exec.parent === undefined) {
-      st.calls++
-      if (final.kind === 'deny') st.denied++
-    }
-    return final
+    const handled = agent !== undefined && host.has('before_toolcall', agent)
+    if (!handled && !(exits.stopWhenAllDenied && st !== undefined)) return next()
+    return (async (): Promise<PreToolDecision> => {
+      let decision: PreToolDecision | undefined
+      if (handled) {
+        const input = { agent, turn: st?.turn ?? 0, step: (st?.stepsEnded ?? 0) + 1, callId: exec.callId, name: exec.name, arguments: exec.arguments, signal: exec.signal }
+        await host.run('before_toolcall', agent, () => input, (d, name) => {
+          if (d.kind === 'allow') return 'next'
+          if (d.kind === 'deny') decision = { kind: 'deny', reason: String(d.reason) }
+          else if (d.kind === 'ask') decision = d.reason === undefined ? { kind: 'ask' } : { kind: 'ask', reason: String(d.reason) }
+          else if (d.kind === 'result' && 'value' in d) authored.set(exec.token, d.value)
+          else {
+            host.refused('before_toolcall', name, `not a decision: ${JSON.stringify(d)}`)
+            return 'next'
+          }
+          return 'stop'
+        })
+      }
+      const final = decision ?? await next()
+      if (st !== undefined && exec.parent === undefined) {
+        st.calls++
+        if (final.kind === 'deny') st.denied++
+      }
+      return final
+    })()
   }, { prepend: true })
 
-  ctx.on('tools/execute', async (exec, next): Promise<ToolExecutionResult> => {
+  ctx.on('tools/execute', (exec, next) => {
     if (!authored.has(exec.token)) return next()
     const value = authored.get(exec.token)!
     authored.delete(exec.token)
-    return { isError: false, value, content: [] } // dsh validates the value and renders it with the tool
+    const result: ToolExecutionResult = { isError: false, value, content: [] } // dsh validates the value and renders it with the tool
+    return Promise.resolve(result)
   })
 
-  ctx.on('tools/post-execute', async (exec, result, next) => {
+  ctx.on('tools/post-execute', (exec, result, next) => {
     const agent = exec.agent
     if (agent === undefined || !host.has('after_toolcall', agent)) return next()
+    return afterToolcall(exec, agent, result, next)
+  })
+
+  async function afterToolcall(exec: ToolExecution, agent: Agent, result: Readonly<ToolExecutionResult>, next: () => Promise<PostToolDecision>): Promise<PostToolDecision> {
     const st = states.get(String(agent.id))
     let content: readonly ContentBlock[] = result.content
     let value: JsonValue | undefined = result.isError ? undefined : result.value
@@ -290,7 +285,25 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     if (replaced === 'content') return { kind: 'accept', content: [...content], ...additional }
     if (contexts.length > 0) return { kind: 'accept', ...additional }
     return next()
-  })
+  }
+
+  /** The stream with every chunk passed through the post_action handlers, in order. */
+  async function * transformed(stream: AsyncIterable<StreamChunk>, entries: Entry<'post_action'>[], turn: StageTurn): AsyncIterable<StreamChunk> {
+    for await (const chunk of stream) {
+      let current: StreamChunk[] = [chunk]
+      for (const entry of entries) {
+        const out: StreamChunk[] = []
+        for (const c of current) {
+          const called = host.invoke(entry, { ...turn, chunk: c })
+          const d = isPromise(called) ? await called : called
+          if (d === undefined) out.push(c)
+          else if (d !== null) out.push(...(Array.isArray(d) ? d as StreamChunk[] : [d as StreamChunk]))
+        }
+        current = out
+      }
+      yield * current
+    }
+  }
 
   return {
     async idle() {
@@ -326,7 +339,7 @@ function badText(t: StageText, assembly: PromptAssembly): string | undefined {
 }
 
 /** The chunks of a canned text reply, as a model would stream it. */
-function * replyChunks(text: string): Iterable<StreamChunk> {
+async function * replyChunks(text: string): AsyncIterable<StreamChunk> {
   yield { type: 'block-start', index: 0, blockType: 'text' }
   yield { type: 'block-end', index: 0, block: { type: 'text', text } }
   yield { type: 'finish', reason: { kind: 'stop' } }

@@ -86,7 +86,8 @@ export class StageHost {
    */
   async run<S extends Stage>(stage: S, agent: Agent, input: () => StageInputs[S], visit: (decision: Decision<S>, name: string) => Visit): Promise<void> {
     for (const entry of this.applicable(stage, agent)) {
-      const decision = await this.invoke(entry, input())
+      const called = this.invoke(entry, input())
+      const decision = isPromise(called) ? await called : called
       if (decision === undefined || decision === null) continue
       if (typeof decision !== 'object') this.refused(stage, entry.name, `not a decision: ${String(decision)}`)
       else if (visit(decision as Decision<S>, entry.name) === 'stop') return
@@ -101,16 +102,25 @@ export class StageHost {
     return this.entries.get(stage)!.filter((e) => applies(e.agents, agent)) as unknown as Entry<S>[]
   }
 
-  /** Calls one handler; a throw is counted and logged, and reads as "no opinion" (`undefined`). */
-  async invoke<S extends Stage>(entry: Entry<S>, input: StageInputs[S]): Promise<StageDecisions[S] | undefined> {
+  /**
+   * Calls one handler; a throw or rejection is counted and logged, and reads as "no opinion"
+   * (`undefined`). A synchronous handler's decision comes back synchronously, so a stage of
+   * synchronous handlers costs no promise per handler.
+   */
+  invoke<S extends Stage>(entry: Entry<S>, input: StageInputs[S]): StageDecisions[S] | undefined | Promise<StageDecisions[S] | undefined> {
     this.calls[entry.stage]++
     try {
-      return await entry.handler(input)
+      const decision = entry.handler(input)
+      return isPromise(decision) ? decision.then(undefined, (error: unknown) => this.failed(entry, error)) : decision
     } catch (error) {
-      this.errors[entry.stage]++
-      this.logger.warn('stage %s handler %s failed (the turn goes on without it): %s', entry.stage, entry.name, error instanceof Error ? error.message : String(error))
-      return undefined
+      return this.failed(entry, error)
     }
+  }
+
+  private failed(entry: { stage: Stage, name: string }, error: unknown): undefined {
+    this.errors[entry.stage]++
+    this.logger.warn('stage %s handler %s failed (the turn goes on without it): %s', entry.stage, entry.name, error instanceof Error ? error.message : String(error))
+    return undefined
   }
 
   /** Counts a handler's decision that the binding refused (e.g. a section with an unknown variable). */
@@ -130,6 +140,11 @@ export class StageHost {
     for (const [stage, list] of this.entries) handlers[stage] = list.length
     return { handlers, calls: { ...this.calls }, errors: { ...this.errors }, exits: { ...this.exits } }
   }
+}
+
+/** True for a promise or any other thenable a handler may return. */
+export function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function'
 }
 
 function applies(scope: AgentScope, agent: Agent): boolean {
