@@ -4,6 +4,7 @@ import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import type { Config } from '../config.ts'
 import { queryFromBatch } from './query-source.ts'
 import { preStepAsPreAction, type PreStepPayload } from '../kernel/stages/adapt.ts'
+import type { AgentScope } from '../kernel/stages/types.ts'
 import { abstentionOf } from '../recall/abstain.ts'
 import { isQuestion } from '../text/question.ts'
 import { renderAbstention, renderRecall } from './render.ts'
@@ -17,7 +18,7 @@ import { renderAbstention, renderRecall } from './render.ts'
  * are durable and re-sent with every later request. A failing recall is logged and counted; the
  * turn goes on without notes.
  */
-export function registerPreStep(ctx: Context, config: Config, pluginName: string): void {
+export function registerPreStep(ctx: Context, config: Config, pluginName: string, agents: AgentScope = 'all'): void {
   const allow = new Set(config.querySources)
   const logger = ctx.logger('stablemem')
   const recall = async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
@@ -57,7 +58,8 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
   }
   // Through the stage API, last of pre_action: it sees the step's input after every on_input
   // rewrite, and its message comes after everything else in the batch (see docs/stages.md).
-  ctx.stablemem.stages.on('pre_action', preStepAsPreAction(recall), { order: RECALL_ORDER, name: 'stablemem:recall' })
+  // `agents` scopes it, e.g. to one preset's agents when a preset row registers it.
+  ctx.stablemem.stages.on('pre_action', preStepAsPreAction(recall), { order: RECALL_ORDER, name: 'stablemem:recall', agents })
 }
 
 /** The pre_action order of the recall injection: after handlers with the default order 0. */

@@ -264,6 +264,18 @@ t.test('order, agent scope, and removal when the registering plugin is disposed'
   t.same(turnEnds(await h.turn('four', 's4')), ['completed'])
 })
 
+t.test('a handler scoped to a preset runs only for agents whose session was composed from it', async (t) => {
+  const { h, stages } = await setup(t, [reply('1'), reply('2')])
+  const seen: string[] = []
+  stages.on('on_input', ({ agent }) => { seen.push(agent.id) }, { agents: { preset: 'stablemem' } })
+  for (const [id, agentPreset] of [['on-preset', 'stablemem'], ['other', 'standard']] as const) {
+    const { agent } = await h.ctx.agents.create({ sessionId: SessionId(id), agentOptions: { provider: 'mock', model: 'mock-1' }, meta: { agentPreset } })
+    agent.followup(userMessage('hi'))
+    await agent.whenIdle()
+  }
+  t.same(seen, ['on-preset'])
+})
+
 t.test('registration refuses an unknown stage, before_output (with the reason) and bad options', async (t) => {
   const { stages } = await setup(t, [])
   const noop = (() => undefined) as never
