@@ -13,6 +13,7 @@
  * (wall time is reported too, but on a shared machine it mostly measures waiting for a core).
  * `--compare <dir>/lib/index.ts` adds a fourth loop, `compare`, with another build of the plugin
  * (e.g. one without the stage API: `git archive <rev> lib | tar -x -C .cache/rev`).
+ * `host_turn_*` times the stage host alone on the same handler calls (see `hostOnly`).
  * With `--json` the last line is one JSON object.
  */
 import { Context } from '@deepseek-ai/cordis'
@@ -23,8 +24,10 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
+import type { Agent } from '@deepseek-ai/dsh-agent'
 import * as plugin from '../lib/index.ts'
 import { STAGES } from '../lib/index.ts'
+import { StageHost } from '../lib/kernel/stages/host.ts'
 import { ScriptedAdapter, reply, toolCall, userMessage } from '../test/helpers/harness.ts'
 import { nowMs, round, summary } from './stats.ts'
 
@@ -115,6 +118,39 @@ for (let i = 0; i < WARMUP + TURNS; i++) {
 }
 for (const l of loops) await l.dispose()
 
+/**
+ * The stage host alone, without dsh around it: the handler calls of one such turn (on_input once,
+ * pre_action three times, post_action on nine chunks, before/after_toolcall twice, after_output
+ * once) with the no-op handlers, CPU time per turn. Nothing else runs in between, so its p99 is
+ * not drowned by the agent loop's own garbage collection.
+ */
+async function hostOnly(turns: number): Promise<number[]> {
+  const host = new StageHost({ warn: () => {} })
+  for (const stage of STAGES) for (let i = 0; i < NOOPS_PER_STAGE; i++) host.add(stage, () => undefined)
+  const agent = { id: 'bench', session: { header: {} } } as unknown as Agent
+  const signal = new AbortController().signal
+  const base = { agent, turn: 1, step: 1, signal }
+  const call = { ...base, callId: 'c' as never, name: 'echo', arguments: {} }
+  const chunk = { type: 'finish', reason: { kind: 'stop' } } as const
+  const next = () => 'next' as const
+  const samples: number[] = []
+  for (let i = 0; i < WARMUP + turns; i++) {
+    const start = process.cpuUsage()
+    await host.run('on_input', agent, () => ({ ...base, messages: [] }), next)
+    for (let step = 0; step < 3; step++) await host.run('pre_action', agent, () => ({ ...base, messages: [] }), next)
+    for (let c = 0; c < 9; c++) for (const entry of host.applicable('post_action', agent)) host.invoke(entry, { ...base, chunk })
+    for (let tool = 0; tool < 2; tool++) {
+      await host.run('before_toolcall', agent, () => call, next)
+      await host.run('after_toolcall', agent, () => ({ ...call, isError: false, content: [] }), next)
+    }
+    await host.run('after_output', agent, () => ({ agent, turn: 1, reason: { kind: 'completed' }, text: '' }), next)
+    const used = process.cpuUsage(start)
+    if (i >= WARMUP) samples.push((used.user + used.system) / 1000)
+  }
+  return samples
+}
+const host = summary(await hostOnly(TURNS * 10))
+
 const w = Object.fromEntries([...wall].map(([label, xs]) => [label, summary(xs)]))
 const c = Object.fromEntries([...cpu].map(([label, xs]) => [label, summary(xs)]))
 // CPU time of this process is the measure: other processes on a shared machine stretch the wall
@@ -132,6 +168,8 @@ const result = {
   stage_overhead_p50_ms: round(c.noops!.p50_ms - c.plugin!.p50_ms),
   stage_overhead_p99_ms: round(c.noops!.p99_ms - c.plugin!.p99_ms),
   ratio_p99_noops_vs_plugin: round(c.noops!.p99_ms / c.plugin!.p99_ms),
+  host_turn_p50_ms: host.p50_ms,
+  host_turn_p99_ms: host.p99_ms,
   plugin_overhead_p50_ms: round(c.plugin!.p50_ms - c.bare!.p50_ms),
   ...(c.compare ? { cpu_compare_p50_ms: c.compare.p50_ms, cpu_compare_p99_ms: c.compare.p99_ms, plugin_vs_compare_p50_ms: round(c.plugin!.p50_ms - c.compare.p50_ms) } : {}),
   wall_plugin_p50_ms: w.plugin!.p50_ms,
@@ -142,5 +180,6 @@ const result = {
 if (!args.json) {
   for (const [label, v] of Object.entries(c)) console.log(`${label.padEnd(7)} cpu p50 ${v.p50_ms.toFixed(3)} ms  p99 ${v.p99_ms.toFixed(3)} ms   wall p50 ${w[label]!.p50_ms.toFixed(3)} ms  p99 ${w[label]!.p99_ms.toFixed(3)} ms`)
   console.log(`stage overhead (${NOOPS_PER_STAGE} no-op handlers × ${STAGES.length} stages, CPU): p50 ${result.stage_overhead_p50_ms} ms, p99 ${result.stage_overhead_p99_ms} ms`)
+  console.log(`the stage host alone, per turn: p50 ${host.p50_ms} ms, p99 ${host.p99_ms} ms`)
 }
 console.log(JSON.stringify(result))
