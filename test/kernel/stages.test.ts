@@ -129,6 +129,23 @@ t.test('on_input rewrite: the rewritten input enters the step in place of the cl
   t.equal(h.adapter.requests[0]!.messages[0]!.source.kind, 'user', 'at the position of the claimed input, before the snapshot')
 })
 
+async function garbageRewrite(t: Test, mutation?: { file: string, from: string, to: string }) {
+  const { h, stages } = await setup(t, [reply('ok')], mutation ? { mutation } : {})
+  stages.on('on_input', () => ({ kind: 'rewrite', messages: [{ text: 'not a message' }] as never }))
+  const agent = await h.turn('the real question')
+  return { h, agent }
+}
+
+t.test('a rewrite to something that is not a user message is refused and counted; the input stays', async (t) => {
+  const { h, agent } = await garbageRewrite(t)
+  t.same(turnEnds(agent), ['completed'])
+  t.ok(requestTexts(h.adapter.requests[0]!).includes('the real question'))
+  t.equal((await h.ctx.stablemem.stats()).stages.errors.on_input, 1)
+  const bad = await garbageRewrite(t, { file: 'kernel/stages/bind.ts', from: "if (d.kind === 'rewrite' && userMessages(d.messages))", to: "if (d.kind === 'rewrite' && Array.isArray(d.messages))" })
+  const sent = JSON.stringify(bad.h.adapter.requests[0]?.messages ?? [])
+  t.ok(!sent.includes('the real question') && sent.includes('not a message'), 'mutation: without the check the garbage replaces the input in the log and the request')
+})
+
 async function deniedTurn(t: Test, config: Partial<plugin.Config>, mutation?: { file: string, from: string, to: string }, steer = false) {
   const { h, stages, runs } = await setup(t, [toolCall('c1', 'echo', { word: 'rm -rf' }), toolCall('c2', 'echo', { word: 'again' }), reply('gave up')], { config, ...(mutation ? { mutation } : {}) })
   let agent: Agent | undefined

@@ -90,7 +90,7 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
           ctx.logger('stablemem').info('stage on_input handler %s rejected turn %d%s', name, turn, d.reason ? `: ${d.reason}` : '')
           return 'stop'
         }
-        if (d.kind === 'rewrite' && Array.isArray(d.messages)) {
+        if (d.kind === 'rewrite' && userMessages(d.messages)) {
           input = d.messages
           return 'next'
         }
@@ -106,7 +106,8 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     const added: UserMessage[] = []
     if (host.has('pre_action', agent)) {
       await host.run('pre_action', agent, () => ({ agent, turn, step, messages: [...input, ...added], signal }), (d, name) => {
-        if (Array.isArray(d.messages)) added.push(...d.messages)
+        if (userMessages(d.messages)) added.push(...d.messages)
+        else if (d.messages !== undefined) host.refused('pre_action', name, 'messages must be user messages made with createUserMessage')
         for (const [key, target] of [['sections', assembly?.sections], ['contexts', assembly?.contexts]] as const) {
           const texts = d[key]
           if (texts === undefined) continue
@@ -264,7 +265,8 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     const contexts: UserMessage[] = []
     const base = { agent, turn: st?.turn ?? 0, step: (st?.stepsEnded ?? 0) + 1, callId: exec.callId, name: exec.name, arguments: exec.arguments, signal: exec.signal, isError: result.isError }
     await host.run('after_toolcall', agent, () => ({ ...base, content, ...(value === undefined ? {} : { value }) }), (d, name) => {
-      if (Array.isArray(d.contexts)) contexts.push(...d.contexts)
+      if (userMessages(d.contexts)) contexts.push(...d.contexts)
+      else if (d.contexts !== undefined) host.refused('after_toolcall', name, 'contexts must be user messages made with createUserMessage')
       if (d.kind === 'block' && Array.isArray(d.feedback)) {
         feedback = d.feedback
         return 'stop'
@@ -310,6 +312,15 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
       while (pending.size > 0) await Promise.all([...pending])
     },
   }
+}
+
+/**
+ * True for a list of user messages as dsh builds them (`createUserMessage`): anything else would
+ * make the session refuse the append and end the turn in an error, so it is refused here instead.
+ */
+function userMessages(value: unknown): value is UserMessage[] {
+  return Array.isArray(value) && value.every((m) => m !== null && typeof m === 'object' && m.role === 'user' && typeof m.id === 'string' &&
+    Array.isArray(m.content) && m.source !== null && typeof m.source === 'object' && typeof m.source.kind === 'string')
 }
 
 /** The batch with the claimed input replaced by `input`, where the claimed input stood. */
