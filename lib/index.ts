@@ -65,4 +65,6 @@ export { backfillVectors, type BackfillOptions, type BackfillProgress } from './
 export { blockId } from './store/block-id.ts'
 export { BlockStore, type StoreOptions } from './store/store.ts'
 export type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './store/types.ts'
+export type { ForgetFilter, ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
+export type { DuplicatePolicy } from './store/duplicates.ts'
 export { StableMem, type ServiceStats, type VectorStats } from './service.ts'
