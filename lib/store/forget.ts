@@ -82,10 +82,17 @@ export interface ForgetHost {
   fillNearKeys(): void
   /** Store file plus WAL size in bytes. */
   fileBytes(): number
+  /** The connection's busy timeout, restored after the checkpoint's shorter waits. */
+  busyTimeoutMs: number
 }
 
 /** How long, in all, the checkpoint after a forget waits for readers of the WAL to move on. */
 const CHECKPOINT_WAIT_MS = 2_000
+/**
+ * The busy timeout of one checkpoint attempt. A TRUNCATE checkpoint holds the write lock while it
+ * waits for readers, so a long wait would stall other processes' commits; short attempts let them in.
+ */
+const CHECKPOINT_ATTEMPT_MS = 50
 
 /**
  * Deletes the target notes in one transaction (see the module comment for what goes with them),
@@ -130,7 +137,7 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
     if (db.isTransaction) db.exec('ROLLBACK')
     throw error
   }
-  if (!dryRun && result.deleted.length > 0) result.walCleared = clearWal(db)
+  if (!dryRun && result.deleted.length > 0) result.walCleared = clearWal(db, host.busyTimeoutMs)
   return result
 }
 
@@ -142,7 +149,7 @@ export function vacuumStore(host: ForgetHost): VacuumResult {
   const bytesBefore = host.fileBytes()
   host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
   host.db.exec('VACUUM')
-  const walCleared = clearWal(host.db)
+  const walCleared = clearWal(host.db, host.busyTimeoutMs)
   return { bytesBefore, bytesAfter: host.fileBytes(), walCleared }
 }
 
@@ -282,17 +289,27 @@ function deleteRefs(host: ForgetHost, origin: string): { edges: number, vectors:
  * While another connection reads an older snapshot it cannot finish; retried with short pauses,
  * never an error (SQLITE_BUSY is not passed on). True when the WAL is empty.
  */
-function clearWal(db: DatabaseSync): boolean {
+function clearWal(db: DatabaseSync, busyTimeoutMs: number): boolean {
   const deadline = Date.now() + CHECKPOINT_WAIT_MS
   const pause = new Int32Array(new SharedArrayBuffer(4))
-  for (;;) {
-    try {
-      const row = db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number } | undefined
-      if (row === undefined || Number(row.busy) === 0) return true
-    } catch (error) {
-      if (((error as { errcode?: number }).errcode ?? 0) % 256 !== 5 && ((error as { errcode?: number }).errcode ?? 0) % 256 !== 6) throw error
+  db.exec(`PRAGMA busy_timeout = ${CHECKPOINT_ATTEMPT_MS}`)
+  try {
+    for (;;) {
+      try {
+        const row = db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number } | undefined
+        if (row === undefined || Number(row.busy) === 0) return true
+      } catch (error) {
+        const code = ((error as { errcode?: number }).errcode ?? 0) % 256
+        if (code !== SQLITE_BUSY && code !== SQLITE_LOCKED) throw error
+      }
+      if (Date.now() >= deadline) return false
+      Atomics.wait(pause, 0, 0, 20)
     }
-    if (Date.now() >= deadline) return false
-    Atomics.wait(pause, 0, 0, 25)
+  } finally {
+    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
   }
 }
+
+/** SQLite result codes of a checkpoint that could not get its locks in time. */
+const SQLITE_BUSY = 5
+const SQLITE_LOCKED = 6

@@ -71,6 +71,7 @@ export class BlockStore {
   readonly vectors: VectorTable
   private readonly nearKeys: NearKeys
   private forgets = 0
+  private readonly busyTimeoutMs: number
   private readonly db: DatabaseSync
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
@@ -94,6 +95,7 @@ export class BlockStore {
     this.now = options.now ?? Date.now
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000
+    this.busyTimeoutMs = busyTimeoutMs
     let db: DatabaseSync
     try {
       db = new DatabaseSync(path, { timeout: busyTimeoutMs })
@@ -532,6 +534,7 @@ export class BlockStore {
       now: () => this.now(),
       fillNearKeys: () => { this.nearKeys.fill() },
       fileBytes: () => this.fileBytes(),
+      busyTimeoutMs: this.busyTimeoutMs,
     }
   }
 
