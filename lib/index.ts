@@ -5,6 +5,7 @@ import type {} from '@deepseek-ai/dsh-tools'
 import { Config, defaultStorePath } from './config.ts'
 import { commitTool } from './plugin/commit-tool.ts'
 import { contextLine, contextName } from './plugin/context-line.ts'
+import { forgetTool } from './plugin/forget-tool.ts'
 import { registerPreStep } from './plugin/pre-step.ts'
 import { StableMem } from './service.ts'
 
@@ -30,6 +31,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   own.plugin(StableMem, { ...config, resolvedPath })
   await own.inject(['stablemem'], (inner) => {
     inner.tools.register(commitTool(inner, config.toolName))
+    if (config.forgetTool.enabled) inner.tools.register(forgetTool(inner, config.forgetTool))
     inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
     registerPreStep(inner, config, name)
     if (!publish(ctx, inner.stablemem)) {
