@@ -129,8 +129,11 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
     }
     const deleted = readDeleted(host)
     const restored = restore ? respliceSuccessors(host) : []
-    const counts = dryRun ? countRefs(host) : deleteRefs(host, origin)
-    if (!dryRun && deleted.length > 0) db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
+    const everything = selection.kind === 'filter' && selection.filter.all === true
+    const counts = dryRun ? countRefs(host) : deleteRefs(host, origin, everything)
+    // A contentless FTS5 delete only marks the row; rewriting the index drops its terms. Forgetting
+    // everything drops the whole index instead, which needs no rewrite.
+    if (!dryRun && deleted.length > 0 && !everything) db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
     db.exec(dryRun ? 'ROLLBACK' : 'COMMIT')
     result = { deleted, unknown, restored, ...counts, dryRun, walCleared: false }
   } catch (error) {
@@ -268,7 +271,7 @@ function countRefs(host: ForgetHost): { edges: number, vectors: number } {
 }
 
 /** Deletes the selected notes and everything that refers to them, and writes their tombstones. */
-function deleteRefs(host: ForgetHost, origin: string): { edges: number, vectors: number } {
+function deleteRefs(host: ForgetHost, origin: string, everything: boolean): { edges: number, vectors: number } {
   const run = (key: string, sql: string, ...params: Array<string | number>): number => Number(host.stmt(key, sql).run(...params).changes)
   let edges = run('forget.edgesOut', `DELETE FROM edges WHERE source_kind = 'block' AND source_id IN (SELECT id FROM temp.stablemem_forget)`)
   edges += run('forget.edgesIn', `DELETE FROM edges WHERE target_kind = 'block' AND target_id IN (SELECT id FROM temp.stablemem_forget)`)
@@ -277,7 +280,8 @@ function deleteRefs(host: ForgetHost, origin: string): { edges: number, vectors:
   run('forget.centroids', `DELETE FROM centroids WHERE (model, dims) IN (SELECT DISTINCT model, dims FROM vectors
     WHERE block_id IN (SELECT id FROM temp.stablemem_forget))`)
   const vectors = run('forget.vectors', 'DELETE FROM vectors WHERE block_id IN (SELECT id FROM temp.stablemem_forget)')
-  run('forget.fts', 'DELETE FROM blocks_fts WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
+  if (everything) host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('delete-all')")
+  else run('forget.fts', 'DELETE FROM blocks_fts WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
   run('forget.tombstones', `INSERT INTO tombstones (id, forgotten_at, origin) SELECT id, ?, ? FROM temp.stablemem_forget WHERE true
     ON CONFLICT(id) DO UPDATE SET forgotten_at = excluded.forgotten_at, origin = excluded.origin`, host.now(), origin)
   run('forget.blocks', 'DELETE FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')

@@ -466,6 +466,7 @@ export class BlockStore {
     const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, supersededBy) as { rowid: number } | undefined
     if (inserted) {
       this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
+      this.nearKeys.set(row.id, nearKey(row.text))
       this.matchCounts.clear()
       // Our own writes do not change `data_version`, so the cached count must follow them.
       if (this.countCache) this.countCache.blocks++

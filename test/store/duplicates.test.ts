@@ -3,6 +3,7 @@
  * noise and every letter, digit and in-token sign as content (a changed number is never a
  * duplicate; mutation-checked), and the three policies do what they say.
  */
+import { DatabaseSync } from 'node:sqlite'
 import t, { type Test } from 'tap'
 import { blockId } from '../../lib/store/block-id.ts'
 import { BlockStore } from '../../lib/store/store.ts'
@@ -93,9 +94,14 @@ t.test('a retired note is not a duplicate target, and replacing a note is not du
   t.equal(again.duplicateOf, replaced.id, 'only the current note is matched')
 })
 
-t.test('notes written without a key (older files, import) are keyed before the next lookup', async (t) => {
-  const store = open(t)
+t.test('notes written without a key (by an older release, another writer) are keyed before the next lookup', async (t) => {
+  const path = tempStorePath('dup-unkeyed')
   const text = 'Imported note: backup runs at 02:00.'
-  t.equal(store.importBlock({ id: blockId(text), text, source: '', scene: '', semanticType: '', createdAt: 1, updatedAt: 1, accessCount: 0, lastAccessAt: null, supersededBy: null }).created, true)
+  const store = new BlockStore(path)
+  t.teardown(() => store.close())
+  store.commit({ text })
+  const raw = new DatabaseSync(path)
+  raw.exec('UPDATE blocks SET near_key = NULL') // what a file from before the key looks like
+  raw.close()
   t.equal(store.commit({ text: 'imported note backup runs at 02:00' }).duplicateOf, blockId(text))
 })
