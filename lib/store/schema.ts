@@ -71,7 +71,8 @@ export const MIGRATIONS: readonly string[] = [
   // v4: forget and near-duplicates. `tombstones` lists the content addresses `forget` hard-deleted
   // (never their text) and who asked, so an import of an older export does not bring them back.
   // `near_key` is the note's near-duplicate key (lib/text/near-key.ts), filled by the store for
-  // rows that have none yet; the partial index finds those rows without a scan.
+  // rows that have none yet; the partial index finds those rows without a scan. `vectors_block`
+  // serves the ON DELETE CASCADE of vectors, which otherwise scans every vector per deleted note.
   `
   CREATE TABLE tombstones (
     id           TEXT    PRIMARY KEY,
@@ -81,6 +82,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE blocks ADD COLUMN near_key TEXT;
   CREATE INDEX blocks_near_key ON blocks(near_key) WHERE near_key IS NOT NULL;
   CREATE INDEX blocks_unkeyed ON blocks(id) WHERE near_key IS NULL;
+  CREATE INDEX vectors_block ON vectors(block_id);
   `,
 ]
 
