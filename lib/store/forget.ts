@@ -33,7 +33,7 @@ export type ForgetTarget = string | readonly string[] | ForgetFilter
 /** How to forget. */
 export interface ForgetOptions {
   /**
-   * A note that an forgotten note had superseded becomes current again (default true), so
+   * A note that a forgotten note had superseded becomes current again (default true), so
    * forgetting a wrong correction brings back what it replaced. `false`: it stays retired.
    */
   restoreSuperseded?: boolean

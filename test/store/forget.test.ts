@@ -4,6 +4,7 @@
  * import, dry runs, and the refusals of bad targets.
  */
 import t, { type Test } from 'tap'
+import { vectorIndexFor } from '../../lib/embed/vector-index.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { blockId } from '../../lib/store/block-id.ts'
 import { BlockStore } from '../../lib/store/store.ts'
@@ -29,6 +30,7 @@ t.test('forgetting one note deletes its row, index entries, vectors, edges both 
   store.vectors.putCentroid('m', 2, new Uint8Array(8), 2)
   t.equal(recallBlocks(store, 'billing 端口 8499')[0]?.id, id)
 
+  t.equal(vectorIndexFor(store, 'm', 2).size, 2)
   const result = store.forget(id)
   t.same(ids(result.deleted), [id])
   t.equal(result.deleted[0]!.text, 'billing 服务端口 8499，部署在 10.3.7.9', 'the report carries what was deleted')
@@ -38,6 +40,7 @@ t.test('forgetting one note deletes its row, index entries, vectors, edges both 
   t.same(store.edgesOf('block', id), [], 'no edge in either direction')
   t.equal(store.edgesOf('scene', 'ops').length, 0)
   t.equal(store.vectors.count('m', 2), 1, 'its vector is gone, the other note\'s stays')
+  t.equal(vectorIndexFor(store, 'm', 2).size, 1, 'and out of the in-memory vector index')
   t.equal(store.vectors.centroid('m', 2), undefined, 'the centroid that averaged it is dropped')
   t.equal(store.matchCount('"8499"'), 0, 'the index no longer matches it')
   t.same(recallBlocks(store, 'billing 端口 8499').map((h) => h.id).filter((h) => h === id), [])
