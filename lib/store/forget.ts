@@ -198,7 +198,7 @@ function checkId(value: unknown, field: string): string {
 }
 
 /** A time as ms since the epoch; refuses anything that is not a real instant. */
-export function parseTime(value: unknown): number {
+function parseTime(value: unknown): number {
   const ms = value instanceof Date ? value.getTime()
     : typeof value === 'number' ? value
       : typeof value === 'string' && value.trim() !== '' ? Date.parse(value.trim())

@@ -7,7 +7,7 @@ import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
 import { nearKey } from '../text/near-key.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
-import { NearKeys, type DuplicatePolicy } from './duplicates.ts'
+import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
@@ -92,6 +92,7 @@ export class BlockStore {
     this.maxBlockChars = options.maxBlockChars ?? DEFAULT_MAX_BLOCK_CHARS
     this.secrets = options.secrets ?? 'redact'
     this.duplicates = options.duplicates ?? 'link'
+    if (!DUPLICATE_POLICIES.includes(this.duplicates)) throw new StableMemError('invalid_input', `duplicates must be one of ${DUPLICATE_POLICIES.join(', ')}`)
     this.now = options.now ?? Date.now
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000

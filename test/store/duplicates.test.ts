@@ -105,3 +105,7 @@ t.test('notes written without a key (by an older release, another writer) are ke
   raw.close()
   t.equal(store.commit({ text: 'imported note backup runs at 02:00' }).duplicateOf, blockId(text))
 })
+
+t.test('an unknown policy is refused when the store opens', async (t) => {
+  t.throws(() => new BlockStore(tempStorePath('dup-bad'), { duplicates: 'merge' as never }), { code: 'invalid_input', message: /duplicates must be one of keep, link, skip/ })
+})
