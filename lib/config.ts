@@ -18,6 +18,8 @@ export interface Config {
   duplicates: DuplicatePolicy
   forgetTool: ForgetToolConfig
   embed: EmbedConfig
+  maxStepsPerTurn: number
+  stopWhenAllDenied: boolean
 }
 
 /** The optional model-facing forget tool (`forgetTool:`); off unless `enabled`. */
@@ -109,6 +111,10 @@ export const Config: Schema<Config> = Schema.object({
       '`link` stores it with a `duplicates` edge to the existing note, `keep` stores it without one, `skip` stores nothing. Commit reports `duplicateOf` in every case.'),
   forgetTool: ForgetToolConfig.description('Optional model tool that forgets notes by id. Off by default.'),
   embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
+  maxStepsPerTurn: Schema.natural().max(10_000).default(0)
+    .description('Loop exit: end a turn (`blocked`) before its step N+1, so a model that keeps calling tools stops at N model calls. A step that claimed human input (steering) still runs. 0: no limit (dsh has none).'),
+  stopWhenAllDenied: Schema.boolean().default(false)
+    .description('Loop exit: end a turn (`blocked`) after a step whose every tool call was denied, unless the next step claimed new input (which is never dropped).'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */

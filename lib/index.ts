@@ -7,6 +7,7 @@ import { commitTool } from './plugin/commit-tool.ts'
 import { contextLine, contextName } from './plugin/context-line.ts'
 import { forgetTool } from './plugin/forget-tool.ts'
 import { registerPreStep } from './plugin/pre-step.ts'
+import { registerStatistics } from './plugin/statistics.ts'
 import { StableMem } from './service.ts'
 
 /** The plugin's name; also the `source.plugin` of every message it injects. */
@@ -34,6 +35,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     if (config.forgetTool.enabled) inner.tools.register(forgetTool(inner, config.forgetTool))
     inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
     registerPreStep(inner, config, name)
+    registerStatistics(inner)
     if (!publish(ctx, inner.stablemem)) {
       inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)
       // When the publishing instance goes away, the next one still mounted takes its place, so
@@ -70,3 +72,4 @@ export type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } fr
 export type { ForgetFilter, ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 export type { DuplicatePolicy } from './store/duplicates.ts'
 export { StableMem, type ServiceStats, type VectorStats } from './service.ts'
+export * from './kernel/stages/index.ts'
