@@ -18,5 +18,5 @@ for (const stream of [process.stdout, process.stderr]) {
     process.exitCode = 1 // the error may arrive after the command returned
   })
 }
-const code = await run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env })
+const code = await run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, stdin: process.stdin })
 process.exitCode = outputFailed ? 1 : code

@@ -79,6 +79,12 @@ export interface ImportResult {
   blocksMerged: number
   edgesCreated: number
   edgesExisting: number
+  /**
+   * Blocks of notes this store forgot, and edges touching them, left out (present only when not
+   * zero; `includeForgotten` brings them back instead).
+   */
+  blocksForgotten?: number
+  edgesForgotten?: number
   /** Blocks whose text was stored masked (`secrets: 'redact'`), so their id changed; absent when none. */
   redacted?: Array<{ line: number, id: string, storedAs: string, kinds: string[] }>
   /**
@@ -99,6 +105,8 @@ export interface ImportOptions {
    * note's id, and edges and supersede links in the file follow the new id.
    */
   secrets?: SecretsPolicy
+  /** Import notes this store forgot (tombstoned by `forget`) and their edges too. */
+  includeForgotten?: boolean
 }
 
 /**
@@ -107,7 +115,8 @@ export interface ImportOptions {
  * and the result names it while every line before it stays imported. Blank lines are skipped; the
  * header, when present, must be the first line and of a version this code reads. An error thrown
  * by `lines` itself (a line that is not UTF-8, or too long) is the next line's failure.
- * Re-importing the same file changes nothing.
+ * Re-importing the same file changes nothing. Notes this store forgot (tombstoned by `forget`)
+ * and their edges are skipped and counted, unless `includeForgotten`.
  */
 export async function importJsonl(store: BlockStore, lines: AsyncIterable<string> | Iterable<string>, options: ImportOptions = {}): Promise<ImportResult> {
   const result: ImportResult = { lines: 0, blocksCreated: 0, blocksMerged: 0, edgesCreated: 0, edgesExisting: 0 }
@@ -121,7 +130,7 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
     store.transaction(() => {
       for (const { line, record } of pending) {
         try {
-          store.savepoint(() => apply(store, record, line, state, result))
+          store.savepoint(() => apply(store, record, line, state, result, options.includeForgotten === true))
         } catch (error) {
           result.failure = { line, message: messageOf(error) }
           return
@@ -226,7 +235,14 @@ function field<K extends 'string' | 'number'>(record: Record<string, unknown>, n
   return value as K extends 'string' ? string : number
 }
 
-function apply(store: BlockStore, record: ImportRecord, line: number, state: ImportState, result: ImportResult): void {
+function apply(store: BlockStore, record: ImportRecord, line: number, state: ImportState, result: ImportResult, includeForgotten: boolean): void {
+  if (!includeForgotten && forgottenRecord(store, record)) {
+    const field = record.kind === 'block' ? 'blocksForgotten' : 'edgesForgotten'
+    result[field] = (result[field] ?? 0) + 1
+    // Notes waiting for a forgotten successor stay current, as `forget` itself leaves them.
+    if (record.kind === 'block') state.pending.delete(record.block.id)
+    return
+  }
   if (record.kind === 'edge') {
     const edge = { ...record.edge, sourceId: renamed(state, record.edge.sourceId), targetId: renamed(state, record.edge.targetId) }
     if (store.importEdge(edge).created) result.edgesCreated++
@@ -258,6 +274,13 @@ function apply(store: BlockStore, record: ImportRecord, line: number, state: Imp
 /** The id a block of the file is stored under (its masked text's id when it was redacted). */
 function renamed(state: ImportState, id: string): string {
   return state.renamed.get(id) ?? id
+}
+
+/** A block `forget` deleted from this store (its tombstone is there), or an edge that touches one. */
+function forgottenRecord(store: BlockStore, record: ImportRecord): boolean {
+  if (record.kind === 'block') return store.isForgotten(record.block.id)
+  const { sourceKind, sourceId, targetKind, targetId } = record.edge
+  return (sourceKind.trim() === 'block' && store.isForgotten(sourceId.trim())) || (targetKind.trim() === 'block' && store.isForgotten(targetId.trim()))
 }
 
 function messageOf(error: unknown): string {

@@ -12,7 +12,7 @@ export const command: Command = {
     '',
     '  --source <s>  provenance tag (default "cli")',
     '  --scene <s>   scene key the note belongs to',
-    '  --json        print {"id", "created", "restored"?, "redacted"?} as JSON',
+    '  --json        print {"id", "created", "restored"?, "redacted"?, "duplicateOf"?} as JSON ("duplicateOf" for a near-duplicate of a stored note)',
   ].join('\n'),
   options: { source: { type: 'string' }, scene: { type: 'string' }, json: { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
@@ -22,9 +22,9 @@ export const command: Command = {
     const result = await withStore(openForWrite(db), (store) => store.commit(input))
     if (values.json === true) println(io.stdout, JSON.stringify(result))
     else {
-      println(io.stdout, result.created ? `saved ${result.id}` : result.restored !== undefined
+      println(io.stdout, (result.created ? `saved ${result.id}` : result.restored !== undefined
         ? `already stored as ${result.id}; current again, replacing ${result.restored}`
-        : `already stored as ${result.id}`)
+        : `already stored as ${result.id}`) + (result.duplicateOf && result.created ? ` (nearly the same as ${result.duplicateOf})` : ''))
       if (result.redacted !== undefined) println(io.stdout, `masked before saving: ${result.redacted.join(', ')}`)
     }
     return 0

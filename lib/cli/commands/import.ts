@@ -16,21 +16,24 @@ const PROGRESS_MIN_BYTES = 1 << 20
 /** The import command. */
 export const command: Command = {
   usage: [
-    'Usage: stablemem import <file.jsonl> [--secrets refuse|allow|redact] [--db <path>] [--json]',
+    'Usage: stablemem import <file.jsonl> [--secrets refuse|allow|redact] [--include-forgotten] [--db <path>] [--json]',
     '',
     'Restores blocks (ids, text, tags, times, access counts) and edges from `stablemem export`.',
     'Importing the same file again changes nothing. A malformed line stops the import with its',
     'line number; the lines before it stay imported, so fix the line and run it again.',
     '',
+    'Notes this store has forgotten (`stablemem forget` keeps their ids, never their text) and',
+    'their edges are skipped and counted, so an older export does not bring them back.',
     'Lines must be UTF-8 and at most 16 MiB. If nothing could be imported into a store that did',
     'not exist before, no store file is left behind.',
     '',
-    '  --secrets <p>  notes holding credentials: refuse (default; stop at the first), allow',
-    '                 (store them as exported, e.g. from a `secrets: allow` store) or redact',
-    '                 (mask them; a masked note gets a new id, and the file\'s edges follow it)',
-    '  --json         print the counts (and the masked notes) as JSON',
+    '  --secrets <p>        notes holding credentials: refuse (default; stop at the first), allow',
+    '                       (store them as exported, e.g. from a `secrets: allow` store) or redact',
+    '                       (mask them; a masked note gets a new id, and the file\'s edges follow it)',
+    '  --include-forgotten  import forgotten notes too',
+    '  --json               print the counts (and the masked notes) as JSON',
   ].join('\n'),
-  options: { json: { type: 'boolean' }, secrets: { type: 'string' } },
+  options: { json: { type: 'boolean' }, secrets: { type: 'string' }, 'include-forgotten': { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
   async run({ db, args, values, io }) {
     const file = args[0]!
@@ -47,6 +50,7 @@ export const command: Command = {
     const existed = existsSync(db)
     const result = await withStore(openForWrite(db), (store) => importJsonl(store, fileLines(file, read), {
       secrets: secrets as SecretsPolicy,
+      includeForgotten: values['include-forgotten'] === true,
       onProgress: showProgress
         ? ({ lines: n }) => io.stderr.write(`\rimporting ${file}: ${n} lines, ${Math.floor((100 * read.bytesRead) / size)}%`)
         : undefined,
@@ -71,5 +75,8 @@ export const command: Command = {
 /** One line of counts. */
 function summary(result: ImportResult): string {
   return `imported ${result.lines} lines: ${result.blocksCreated + result.blocksMerged} blocks (${result.blocksCreated} new, ${result.blocksMerged} already present), ` +
-    `${result.edgesCreated + result.edgesExisting} edges (${result.edgesCreated} new, ${result.edgesExisting} already present)`
+    `${result.edgesCreated + result.edgesExisting} edges (${result.edgesCreated} new, ${result.edgesExisting} already present)` +
+    (result.blocksForgotten || result.edgesForgotten
+      ? `; skipped ${result.blocksForgotten ?? 0} forgotten notes and ${result.edgesForgotten ?? 0} of their edges (--include-forgotten restores them)`
+      : '')
 }
