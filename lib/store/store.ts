@@ -4,9 +4,11 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
+import { isInvisibleOnly } from '../text/invisible.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
+import { checkTag } from './tags.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
 import { VectorTable } from './vectors.ts'
 
@@ -37,9 +39,6 @@ const PAGE_CACHE_KIB = -65_536
 
 /** SQLite's result code for "another connection holds the lock". */
 const SQLITE_BUSY = 5
-
-/** Longest accepted metadata value (source, scene, semantic type, edge fields). */
-const MAX_TAG_CHARS = 256
 
 /** Columns every block read uses, in one place so readers cannot drift apart (`toBlock` reads them by position). */
 const BLOCK_COLUMNS = 'id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, superseded_by'
@@ -274,26 +273,34 @@ export class BlockStore {
    * Records a directed edge; idempotent per (source kind, source id, target kind, target id, type).
    * A `block` endpoint must exist, so an edge can never point at nothing.
    */
-  link(edge: EdgeInput): { created: boolean } {
-    return this.insertEdge(edge, this.now())
+  link(edge: EdgeInput): { created: boolean, redacted?: string[] } {
+    return this.insertEdge(edge, this.now(), false)
   }
 
   /**
    * The one edge writer behind `link` and `importEdge`. It stores the normalised fields it
    * checked: checking one spelling and writing another would let ' block' slip past the endpoint
-   * check and break uniqueness.
+   * check and break uniqueness. Its fields are tags (`lib/store/tags.ts`): a credential in one is
+   * masked like one in a note, and refused on import, which must restore exactly.
    */
-  private insertEdge(edge: EdgeInput, createdAt: number): { created: boolean } {
+  private insertEdge(edge: EdgeInput, createdAt: number, importing: boolean): { created: boolean, redacted?: string[] } {
     if (edge === null || typeof edge !== 'object') throw new StableMemError('invalid_input', 'edge must be an object')
+    const redacted = new Set<string>()
     const [sourceKind, sourceId, targetKind, targetId, type] = (['sourceKind', 'sourceId', 'targetKind', 'targetId', 'type'] as const)
-      .map((field) => checkTag(edge[field], field, true)) as [string, string, string, string, string]
+      .map((field) => {
+        const tag = checkTag(edge[field], field, true, this.secrets)
+        for (const kind of tag.redacted) redacted.add(kind)
+        return tag.value
+      }) as [string, string, string, string, string]
+    if (importing && redacted.size > 0) throw unmaskedImport('edge', [...redacted])
     for (const [kind, id, field] of [[sourceKind, sourceId, 'sourceId'], [targetKind, targetId, 'targetId']] as const) {
       if (kind === 'block' && !this.get(id)) throw new StableMemError('not_found', `${field}: no block ${id}`)
     }
     const result = this.stmt('link', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
       VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
       .run(sourceKind, sourceId, targetKind, targetId, type, createdAt)
-    return { created: Number(result.changes) > 0 }
+    const created = Number(result.changes) > 0
+    return redacted.size > 0 ? { created, redacted: [...redacted] } : { created }
   }
 
   /** Edges that touch the node, in both directions, oldest first. */
@@ -397,16 +404,14 @@ export class BlockStore {
    */
   importBlock(block: Block): { created: boolean } {
     const row = this.validate(block, '')
-    if (row.redacted.length > 0) {
-      throw new StableMemError('contains_secret', `text contains credentials (${row.redacted.join(', ')}); the secrets policy does not allow importing them unmasked`)
-    }
+    if (row.redacted.length > 0) throw unmaskedImport('text or tags', row.redacted)
     if (row.text !== block.text) throw new StableMemError('invalid_input', 'text is not in canonical form (NFC, trimmed)')
     if (row.id !== block.id) throw new StableMemError('invalid_input', `id ${String(block.id)} is not the content address of its text (expected ${row.id})`)
     const createdAt = checkTime(block.createdAt, 'createdAt')
     const updatedAt = checkTime(block.updatedAt, 'updatedAt')
     const accessCount = checkTime(block.accessCount, 'accessCount')
     const lastAccessAt = block.lastAccessAt === null ? null : checkTime(block.lastAccessAt, 'lastAccessAt')
-    const supersededBy = block.supersededBy === null ? null : checkTag(block.supersededBy, 'supersededBy', true)
+    const supersededBy = block.supersededBy === null ? null : checkTag(block.supersededBy, 'supersededBy', true, this.secrets).value
     const insert = this.stmt('importInsert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, superseded_by)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING rowid`)
     const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, supersededBy) as { rowid: number } | undefined
@@ -435,7 +440,7 @@ export class BlockStore {
    * `block` endpoint must already exist (export writes blocks before edges).
    */
   importEdge(edge: Edge): { created: boolean } {
-    return this.insertEdge(edge, checkTime(edge.createdAt, 'createdAt'))
+    return this.insertEdge(edge, checkTime(edge.createdAt, 'createdAt'), true)
   }
 
   /**
@@ -454,6 +459,7 @@ export class BlockStore {
     }
     const canonical = canonicalText(input.text)
     if (canonical.length === 0) throw new StableMemError('invalid_input', `${prefix}text is empty`)
+    if (isInvisibleOnly(canonical)) throw new StableMemError('invalid_input', `${prefix}text has no visible characters`)
     if (canonical.length > this.maxBlockChars) {
       throw new StableMemError('too_large', `${prefix}text has ${canonical.length} characters; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
     }
@@ -461,15 +467,15 @@ export class BlockStore {
     if (text.length > this.maxBlockChars) {
       throw new StableMemError('too_large', `${prefix}text has ${text.length} characters after masking credentials; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
     }
-    return {
-      id: blockId(text),
-      text,
-      redacted,
-      source: checkTag(input.source ?? '', `${prefix}source`, false),
-      scene: checkTag(input.scene ?? '', `${prefix}scene`, false),
-      semanticType: checkTag(input.semanticType ?? '', `${prefix}semanticType`, false),
-      supersedes: checkTag(input.supersedes ?? '', `${prefix}supersedes`, false),
+    // Tags are masked under the same policy as the text (`lib/store/tags.ts`).
+    const tag = (value: unknown, field: string): string => {
+      const checked = checkTag(value, `${prefix}${field}`, false, this.secrets)
+      for (const kind of checked.redacted) if (!redacted.includes(kind)) redacted.push(kind)
+      return checked.value
     }
+    const [source, scene, semanticType, supersedes] = [tag(input.source ?? '', 'source'), tag(input.scene ?? '', 'scene'),
+      tag(input.semanticType ?? '', 'semanticType'), tag(input.supersedes ?? '', 'supersedes')]
+    return { id: blockId(text), text, redacted, source, scene, semanticType, supersedes }
   }
 
   private stmt(key: string, sql: string): StatementSync {
@@ -542,12 +548,9 @@ function probe(db: DatabaseSync, busyTimeoutMs: number): void {
   db.prepare(`SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH '"stablemem"' LIMIT 1`).get()
 }
 
-function checkTag(value: unknown, field: string, required: boolean): string {
-  if (typeof value !== 'string') throw new StableMemError('invalid_input', `${field} must be a string`)
-  if (required && value.trim() === '') throw new StableMemError('invalid_input', `${field} is empty`)
-  if (value.length > MAX_TAG_CHARS) throw new StableMemError('too_large', `${field} is longer than ${MAX_TAG_CHARS} characters`)
-  if (hasLoneSurrogate(value) || value.includes('\0')) throw new StableMemError('invalid_input', `${field} contains NUL or an unpaired surrogate`)
-  return value.normalize('NFC').trim()
+/** Import restores exactly: a credential the policy would mask is refused, naming its kinds. */
+function unmaskedImport(what: string, kinds: readonly string[]): StableMemError {
+  return new StableMemError('contains_secret', `${what} contains credentials (${kinds.join(', ')}); the secrets policy does not allow importing them unmasked`)
 }
 
 /** A time or counter from an import: a non-negative safe integer. */
