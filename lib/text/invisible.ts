@@ -24,6 +24,8 @@ const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/g
  * matches a zero-width joiner between two pictographs, which builds one emoji (👩‍💻) and is kept.
  */
 const HIDDEN = /((?<=\p{Extended_Pictographic}[\uFE0E\uFE0F]?)\u200D(?=\p{Extended_Pictographic}))|[\p{Cf}\u034f\u115f\u1160\u3164\uffa0]|(?<=[\uFE00-\uFE0F\u{E0100}-\u{E01EF}])[\uFE00-\uFE0F\u{E0100}-\u{E01EF}]+/gu
+/** The variation-selector runs alone: a second pass, since removing a hidden character can join two runs. */
+const SELECTOR_RUN = /(?<=[\uFE00-\uFE0F\u{E0100}-\u{E01EF}])[\uFE00-\uFE0F\u{E0100}-\u{E01EF}]+/gu
 
 /** `U+202E`-style name of a character, as the visible escapes show it. */
 export function codePointName(char: string): string {
@@ -45,7 +47,7 @@ export function visibleForModel(text: string): string {
  * reads this, so a key split by a zero-width space is still found.
  */
 export function withoutHidden(text: string): string {
-  return text.replace(HIDDEN, (_, joiner: string | undefined) => joiner ?? '')
+  return text.replace(HIDDEN, (_, joiner: string | undefined) => joiner ?? '').replace(SELECTOR_RUN, '')
 }
 
 /**
