@@ -31,7 +31,8 @@ export function findSecrets(text: string): SecretMatch[] {
       // A sentence's full stop after an unquoted value is the sentence's, not the secret's.
       const value = group === 0 ? whole : whole.replace(/(?<=[^.。])[.。]+$/, '')
       const start = match.index + (group === 0 ? 0 : match[0].lastIndexOf(whole))
-      if (value === '' || isPlaceholder(value)) continue
+      // A value without a letter or digit ("密码 / 口令", "password: …") is punctuation, not a password.
+      if (value === '' || isPlaceholder(value) || !/[\p{L}\p{N}]/u.test(value)) continue
       if (accept && !accept(value, match)) {
         // A rejected value may begin the next credential ("x_key = API_SECRET: …"): look again from it.
         pattern.lastIndex = group === 0 ? match.index + 1 : start

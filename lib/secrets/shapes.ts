@@ -30,13 +30,14 @@ function token(kind: string, body: string): SecretShape {
 }
 
 /**
- * A value after a label: quoted (ASCII or CJK quotes; the quotes are part of the secret so the
- * placeholder replaces them too) or one run of printable ASCII without quotes, brackets or
- * separators. A placeholder already there (`[redacted password]`) is matched first and then
+ * A value after a label: quoted (ASCII or CJK quotes, or a Markdown code span whose content
+ * neither starts nor ends with a space, so the closing backtick of "`--password`, …" is not taken
+ * for an opening one; the quotes are part of the secret so the placeholder replaces them too) or
+ * one run of printable ASCII without quotes, backticks, brackets or separators. A placeholder already there (`[redacted password]`) is matched first and then
  * skipped, so masking twice changes nothing and never reaches past it to the next word. Non-ASCII is left out of the unquoted form so that Chinese prose after a label
  * ("密钥为加密算法的参数") is never taken for a password.
  */
-const VALUE = '(\\[redacted [a-z-]{1,40}\\]|"[^"\\n]{1,512}"|\'[^\'\\n]{1,512}\'|`[^`\\n]{1,512}`|“[^”\\n]{1,512}”|‘[^’\\n]{1,512}’|「[^」\\n]{1,512}」|『[^』\\n]{1,512}』|[\\x21\\x23-\\x26\\x2A\\x2B\\x2D-\\x3A\\x3C-\\x5A\\x5C\\x5E-\\x7E]{1,512})'
+const VALUE = '(\\[redacted [a-z-]{1,40}\\]|"[^"\\n]{1,512}"|\'[^\'\\n]{1,512}\'|`[^`\\s](?:[^`\\n]{0,510}[^`\\s])?`|“[^”\\n]{1,512}”|‘[^’\\n]{1,512}’|「[^」\\n]{1,512}」|『[^』\\n]{1,512}』|[\\x21\\x23-\\x26\\x2A\\x2B\\x2D-\\x3A\\x3C-\\x5A\\x5C\\x5E\\x5F\\x61-\\x7E]{1,512})'
 
 /** Labels whose value is a password whatever it looks like. */
 const PASSWORD_WORDS = 'password|passwd|pwd|passphrase|passcode'

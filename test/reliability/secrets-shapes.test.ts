@@ -96,6 +96,8 @@ const INNOCENT = [
   'use --token to pass it on the command line; --password is optional',
   'curl -u is how basic auth is passed',
   'sk-learn version 1.5; task-1234 closed',
+  'Markdown: `password=`): `redact` stores it masked; `sshpass -p`, `docker login -p`), `--password …`',
+  '标签：密码 / 口令 / 密钥 / 秘钥 / 令牌',
 ]
 
 /** The secret part appears nowhere in `text`. */
