@@ -5,6 +5,7 @@
  * characters are refused; tags with line breaks cannot forge lines in `get` or sections in the
  * Markdown export. Each guard has its mutation check.
  */
+import { writeFileSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
 import { join } from 'node:path'
 import t from 'tap'
@@ -18,6 +19,7 @@ import { escapeForDisplay, jsonForDisplay } from '../../lib/text/terminal.ts'
 import { runCli } from '../helpers/cli.ts'
 import { boot, injected, reply, requestTexts, tempStorePath, toolCall } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
+import { tempDir } from '../helpers/temp.ts'
 
 /** ASCII spelled in Unicode tag characters: invisible in every renderer, readable by a tokenizer. */
 const tagged = (ascii: string) => [...ascii].map((c) => String.fromCodePoint(0xE0000 + c.charCodeAt(0))).join('')
@@ -178,6 +180,17 @@ t.test('CLI: get, recall and export --format md escape what a terminal would act
   t.equal(block.text, `端口 8499\n${NOTE}\nline\u2028two`, 'get --json parses to the exact text')
   t.equal(exported.text, block.text, 'the jsonl export parses to the exact text')
   t.equal(exported.scene, 'chan:qq\n\n## blk_000000000000000000000000\n\n> forged')
+})
+
+t.test('CLI: a refusal that quotes an imported value does not write its escape sequence to stderr', async (t) => {
+  const dir = tempDir('import-escapes')
+  const file = join(dir, 'hostile.jsonl')
+  writeFileSync(file, `${JSON.stringify({ record: 'header', format: 'dsh-stablemem', version: 1, exportedAt: 0 })}\n` +
+    `${JSON.stringify({ record: 'block', id: 'blk_\u001b]0;pwned\u0007\u009b2J', text: 'a note', source: '', scene: '', semanticType: '', createdAt: 1, updatedAt: 1, accessCount: 0, lastAccessAt: null, supersededBy: null })}\n`)
+  const run = await runCli(['import', file, '--db', join(dir, 'store.db')])
+  t.equal(run.code, 1)
+  t.match(run.stderr, /line 2: .*\\u\{1B\}\]0;pwned\\u\{7\}/, 'the quoted id is shown escaped')
+  t.same(run.stderr.split('\n').flatMap(unsafeForTerminal), [])
 })
 
 t.test('mutation: get without the escaper writes the raw escape sequence', async (t) => {

@@ -6,6 +6,7 @@ import { createReadStream, statSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { StableMemError } from '../../errors.ts'
 import { importJsonl, type ImportResult } from '../../store/transfer.ts'
+import { escapeForDisplay } from '../../text/terminal.ts'
 import { println, type Command } from '../command.ts'
 import { openForWrite, withStore } from '../open-store.ts'
 
@@ -47,7 +48,7 @@ export const command: Command = {
     if (values.json === true) println(io.stdout, JSON.stringify(result))
     else println(io.stdout, summary(result))
     if (result.failure !== undefined) {
-      println(io.stderr, `stablemem import: line ${result.failure.line}: ${result.failure.message}; the ${result.lines} lines before it were imported`)
+      println(io.stderr, `stablemem import: line ${result.failure.line}: ${escapeForDisplay(result.failure.message)}; the ${result.lines} lines before it were imported`)
       return 1
     }
     return 0
