@@ -5,7 +5,7 @@
  *
  * 1. False positives: every note of the three eval corpora (`../shared/eval/*`, real text with
  *    no credentials in it) goes through `redactSecrets`; a note it changes is a false positive.
- *    `scanned` counts the notes that passed the one-pass prefilter, so every shape ran on them.
+ *    `scanned` counts the notes that passed the prefilter, so the shapes they name ran on them.
  *    Each is listed by set, id and kind (never by text: the corpora are third-party data).
  * 2. Cost per 1 kB note: the corpora cut into notes of about 1,000 characters, plus notes of
  *    the same size that are dense with labels and prefixes but hold no credential (the worst
@@ -20,7 +20,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { redactSecrets } from '../lib/secrets.ts'
-import { TRIGGER } from '../lib/secrets/shapes.ts'
+import { TRIGGERS } from '../lib/secrets/shapes.ts'
 import { readEvalSet } from './recall/eval-set.ts'
 import { HOSTILE_FRAGMENTS, hostileText } from './secrets/hostile.ts'
 import { nowMs, percentile, round } from './stats.ts'
@@ -56,7 +56,7 @@ for (const name of SETS) {
   let scanned = 0
   for (const block of set.blocks) {
     allTexts.push(block.text)
-    if (TRIGGER.test(block.text)) scanned++
+    if (TRIGGERS.some((trigger) => trigger.test(block.text))) scanned++
     const { text, kinds } = redactSecrets(block.text)
     if (text !== block.text) {
       changed++
@@ -64,7 +64,7 @@ for (const name of SETS) {
     }
   }
   perSet[name] = { notes: set.blocks.length, scanned, changed, share_pct: round(100 * changed / set.blocks.length, 3) }
-  log(`${name}: ${changed} of ${set.blocks.length} notes changed by masking (${perSet[name]!.share_pct} %); ${scanned} passed the prefilter and met every shape`)
+  log(`${name}: ${changed} of ${set.blocks.length} notes changed by masking (${perSet[name]!.share_pct} %); ${scanned} passed the prefilter`)
 }
 const totalNotes = Object.values(perSet).reduce((n, s) => n + s.notes, 0)
 const totalChanged = falsePositives.length

@@ -6,7 +6,7 @@
  * CLI, other plugins) and the renderer applies it again before anything reaches a prompt.
  */
 import { StableMemError } from './errors.ts'
-import { SHAPES, TRIGGER } from './secrets/shapes.ts'
+import { SHAPES, TRIGGERS } from './secrets/shapes.ts'
 import { withoutHidden } from './text/invisible.ts'
 
 /** What the store does with a note that contains a credential. */
@@ -21,9 +21,11 @@ export interface SecretMatch {
 
 /** Every credential in `text`, left to right, overlaps merged into the earlier match. */
 export function findSecrets(text: string): SecretMatch[] {
-  if (!TRIGGER.test(text)) return []
+  const [tokens, labels] = TRIGGERS.map((trigger) => trigger.test(text))
+  if (!tokens && !labels) return []
   const found: SecretMatch[] = []
-  for (const { kind, pattern, group, accept } of SHAPES) {
+  for (const { kind, pattern, group, accept, needs } of SHAPES) {
+    if (!(needs.flags.includes('i') ? labels : tokens) || !needs.test(text)) continue
     pattern.lastIndex = 0
     for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
       const whole = match[group]

@@ -27,8 +27,8 @@ const HIDDEN = /((?<=\p{Extended_Pictographic}[\uFE0E\uFE0F]?)\u200D(?=\p{Extend
 /** The variation-selector runs alone: a second pass, since removing a hidden character can join two runs. */
 const SELECTOR_RUN = /(?<=[\uFE00-\uFE0F\u{E0100}-\u{E01EF}])[\uFE00-\uFE0F\u{E0100}-\u{E01EF}]+/gu
 
-/** `U+202E`-style name of a character, as the visible escapes show it. */
-export function codePointName(char: string): string {
+/** `U+202E`-style name of a character, as the model sees a bidi control. */
+function codePointName(char: string): string {
   return `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`
 }
 
@@ -54,11 +54,14 @@ export function withoutHidden(text: string): string {
  * Every character a person or a terminal must not receive raw, one at a time: controls (a
  * terminal runs ESC and C1 sequences: it can clear the screen or retitle the window), line
  * breaks, bidi controls and the hidden characters above. `lib/text/terminal.ts` shows them as
- * escapes. A zero-width joiner inside an emoji is not matched.
+ * escapes. A zero-width joiner inside an emoji is matched by the first group, which callers keep.
  */
 export const UNSAFE_FOR_DISPLAY = new RegExp(`${CONTROL.source}|[\\n\\v\\f\\r\\u0085\\u2028\\u2029]|${HIDDEN.source}`, 'gu')
 
+/** What a note made of nothing visible consists of: the hidden characters, controls, white space, blank Braille, lone variation selectors. */
+const NOTHING_VISIBLE = new RegExp(`${HIDDEN.source}|[\\p{Cc}\\p{Z}\\s\\u200D\\u2800\\uFE00-\\uFE0F\\u{E0100}-\\u{E01EF}]`, 'gu')
+
 /** True when nothing in `text` is visible: only white space, controls and the hidden characters above. */
 export function isInvisibleOnly(text: string): boolean {
-  return text.replace(new RegExp(`${HIDDEN.source}|[\\p{Cc}\\p{Z}\\s\\u200D\\u2800\\uFE00-\\uFE0F\\u{E0100}-\\u{E01EF}]`, 'gu'), '') === ''
+  return text.replace(NOTHING_VISIBLE, '') === ''
 }
