@@ -292,7 +292,7 @@ export class BlockStore {
         for (const kind of tag.redacted) redacted.add(kind)
         return tag.value
       }) as [string, string, string, string, string]
-    if (importing && redacted.size > 0) throw unmaskedImport('edge', [...redacted])
+    if (importing && redacted.size > 0) throw unmaskedImport('edge fields', [...redacted])
     for (const [kind, id, field] of [[sourceKind, sourceId, 'sourceId'], [targetKind, targetId, 'targetId']] as const) {
       if (kind === 'block' && !this.get(id)) throw new StableMemError('not_found', `${field}: no block ${id}`)
     }
@@ -550,7 +550,7 @@ function probe(db: DatabaseSync, busyTimeoutMs: number): void {
 
 /** Import restores exactly: a credential the policy would mask is refused, naming its kinds. */
 function unmaskedImport(what: string, kinds: readonly string[]): StableMemError {
-  return new StableMemError('contains_secret', `${what} contains credentials (${kinds.join(', ')}); the secrets policy does not allow importing them unmasked`)
+  return new StableMemError('contains_secret', `${what} contain credentials (${kinds.join(', ')}); the secrets policy does not allow importing them unmasked`)
 }
 
 /** A time or counter from an import: a non-negative safe integer. */
