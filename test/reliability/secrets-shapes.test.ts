@@ -12,7 +12,7 @@ import { StableMemError } from '../../lib/errors.ts'
 import { findSecrets, redactSecrets } from '../../lib/secrets.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { HOSTILE_FRAGMENTS, hostileText } from '../../bench/secrets/hostile.ts'
-import { tempStorePath } from '../helpers/harness.ts'
+import { boot, reply, requestTexts, tempStorePath, toolCall } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 
 /** Deterministic pseudo-random characters from `chars`. */
@@ -139,6 +139,19 @@ t.test('credentials in tags are masked (redact) or refused (refuse), never store
   t.ok(redacting.edgesOf('block', result.id).every((e) => free(e.targetId, CLASSES[9]!.secret)))
   const error = (() => { try { redacting.importEdge({ sourceKind: 'block', sourceId: result.id, targetKind: 'secret', targetId: key, type: 'uses', createdAt: 1 }); return undefined } catch (e) { return e } })()
   t.ok(error instanceof StableMemError && error.code === 'contains_secret' && free(error.message, key), 'import refuses an edge it would have to mask')
+})
+
+t.test('real loop: a key the model puts in a scene is masked, and the tool says so', async (t) => {
+  const key = CLASSES[1]!.secret
+  const path = tempStorePath('tags-tool')
+  const h = await boot({ path }, [toolCall('c1', 'stablemem_commit', { text: 'npm publishing is automated', scene: `npm ${key}` }), reply('记住了。')])
+  t.teardown(() => h.dispose())
+  await h.turn('记住 npm 发布的设置')
+  t.same(h.errors, [])
+  t.ok(requestTexts(h.adapter.requests[1]!).some((x) => x.includes('Credentials were masked before saving (npm-token)')), 'the model is told')
+  const block = [...(await h.ctx.stablemem.recall('npm publishing is automated', { topK: 1 }))][0]!
+  const stored = (await h.ctx.stablemem.get(block.id))!
+  t.equal(stored.scene, 'npm [redacted npm-token]')
 })
 
 t.test('mutation: without the policy on tags, the key is stored in the scene', async (t) => {
