@@ -245,8 +245,8 @@ export class StableMem extends Service {
     return this.use((store) => store.get(id))
   }
 
-  /** Records an edge between two nodes (idempotent per source, target and type). */
-  async link(edge: EdgeInput): Promise<{ created: boolean }> {
+  /** Records an edge between two nodes (idempotent per source, target and type); `redacted` names credentials masked in its fields. */
+  async link(edge: EdgeInput): Promise<{ created: boolean, redacted?: string[] }> {
     const result = this.use((store) => store.link(edge))
     this.recovered()
     return result

@@ -5,6 +5,8 @@
 import { abstentionOf } from '../../recall/abstain.ts'
 import { recallBlocksHybrid } from '../../recall/hybrid.ts'
 import { MAX_TOP_K } from '../../recall/recall.ts'
+import { LINE_BREAK } from '../../text/invisible.ts'
+import { escapeForDisplay as show, jsonForDisplay } from '../../text/terminal.ts'
 import { println, UsageError, type Command } from '../command.ts'
 import { openExisting, withStore } from '../open-store.ts'
 
@@ -31,7 +33,7 @@ export const command: Command = {
     if (values.json === true) {
       // Everything the lines below say: the hits, or that recall abstained and the typo neighbours.
       const abstained = abstentionOf(hits)
-      println(io.stdout, JSON.stringify(abstained === undefined ? { hits } : { hits, abstained }))
+      println(io.stdout, jsonForDisplay(abstained === undefined ? { hits } : { hits, abstained }))
       return 0
     }
     if (hits.length === 0) {
@@ -39,15 +41,15 @@ export const command: Command = {
       if (abstained === undefined) println(io.stdout, 'no notes match')
       else {
         // The plugin would inject its "no record" notice here, not unrelated notes.
-        println(io.stdout, `no record of ${abstained.missing.join(', ')} (recall abstains)`)
-        if (abstained.near.length > 0) println(io.stdout, `one typo away, the store holds: ${abstained.near.join(', ')}`)
+        println(io.stdout, show(`no record of ${abstained.missing.join(', ')} (recall abstains)`))
+        if (abstained.near.length > 0) println(io.stdout, show(`one typo away, the store holds: ${abstained.near.join(', ')}`))
       }
       return 0
     }
     hits.forEach((hit, i) => {
       println(io.stdout, `${i + 1}. ${hit.id}  score ${hit.score.toFixed(4)}${hit.exact ? '  exact' : ''}`)
-      println(io.stdout, `   why: ${hit.why}`)
-      for (const line of hit.text.split(/\r\n|\r|\n/)) println(io.stdout, `   > ${line}`)
+      println(io.stdout, `   why: ${show(hit.why)}`)
+      for (const line of hit.text.split(LINE_BREAK)) println(io.stdout, `   > ${show(line)}`)
     })
     return 0
   },
