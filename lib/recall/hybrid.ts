@@ -48,7 +48,9 @@ const DEFAULT_CANDIDATES = 100
  * and fuses both into one score per block; a block holding an exact query symbol stays pinned
  * above every fused score. An abstention of the lexical recall (the query names an exact string
  * no block holds) is returned as it is: vectors never answer a question the store cannot.
- * Superseded blocks stay out of the vector candidates as they stay out of the lexical ones. Whenever vectors cannot take part the result is
+ * Superseded blocks stay out of the vector candidates as they stay out of the lexical ones. A fused
+ * hit's `relevance` is the larger of its lexical relevance and its cosine, so the injection gate
+ * lets a paraphrase found by its vector through. Whenever vectors cannot take part the result is
  * exactly `recallBlocks`, marked with a non-enumerable `degraded` reason (JSON, `Object.keys` and
  * deep equality see the lexical hits). It never throws because of the embedder.
  */
@@ -116,7 +118,7 @@ function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorH
   const method = options.fusion ?? DEFAULT_FUSION
   const w = options.vectorWeight ?? DEFAULT_VECTOR_WEIGHT
   const byId = new Map<string, Candidate>()
-  // A note found by its vector alone still carries its lexical relevance: the gate is lexical.
+  // A note found by its vector alone still gets its lexical relevance (usually 0; the cosine decides).
   let relevanceOf: ((text: string) => number) | undefined
   lexHits.forEach((h, rank) => {
     byId.set(h.id, {
@@ -143,7 +145,8 @@ function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorH
     else if (method === 'ha') score = 0.7 * c.vector + 0.3 * c.lexical
     else score = w * c.vector + (1 - w) * c.lexical
     const why = c.vector > 0 ? `${c.why}; vector ${c.vector.toFixed(3)}` : c.why
-    return { id: c.id, text: c.text, score, exact: c.exact, relevance: c.relevance, why }
+    // With vectors, relevance is absolute on both sides: the lexical share or the cosine, whichever is larger.
+    return { id: c.id, text: c.text, score, exact: c.exact, relevance: Math.max(c.relevance, c.vector), why }
   })
   scored.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   return scored
