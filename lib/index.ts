@@ -65,4 +65,5 @@ export { backfillVectors, type BackfillOptions, type BackfillProgress } from './
 export { blockId } from './store/block-id.ts'
 export { BlockStore, type StoreOptions } from './store/store.ts'
 export type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './store/types.ts'
-export { StableMem, type ServiceStats, type VectorStats } from './service.ts'
+export { StableMem, type RecallCallOptions, type ServiceStats, type VectorStats } from './service.ts'
+export { gateHits, type GateOptions } from './recall/gate.ts'
