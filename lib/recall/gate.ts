@@ -34,12 +34,12 @@ export interface GateOptions {
  * maximises, on one half of the queries, the mean over the three dev pairs of (share of negative
  * turns left without notes) × (share of R@5 kept); checked on the other half.
  */
-export const DEFAULT_MIN_RELEVANCE = 0.3
+export const DEFAULT_MIN_RELEVANCE = 0.35
 /**
  * Falloff share chosen on the dev sets (docs/benchmarks.md, "Precision"): the largest share that
  * costs at most .01 of R@5 on the choosing half.
  */
-export const DEFAULT_FALLOFF = 0.33
+export const DEFAULT_FALLOFF = 0.5
 
 /**
  * The hits to inject, in their ranked order: exact-symbol pins and attached notes always; others

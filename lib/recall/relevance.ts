@@ -10,8 +10,10 @@ import { analyzeQuery, containsWhole, containsWordStem, symbolVariants, type Que
  * looks like a match; this signal is not. Every part of the query that names something — each
  * Latin content word, each CJK bigram, each exact symbol — weighs its query weight (1, or the
  * turn-weighted count in a pasted transcript) times its smoothed IDF in the store,
- * `ln(1 + (N − df + ½)/(df + ½))`; a part no note holds gets the largest weight, because a name
- * or a number the store has never seen is the most specific thing a query can ask for. (A CJK
+ * `ln(1 + (N − df + ½)/(df + ½))`; a part no note holds weighs as much as the rarest part a note
+ * can hold (df 1), because a name or a number the store has never seen is as specific as a query
+ * gets — and the store cannot say it is rarer than that (with df 0, one absent word outweighed
+ * two present ones four to one in a store of one note). (A CJK
  * bigram no note holds counts only inside a content word of the segmenter: one straddling two
  * words, "的端" of "服务的端口", is an artefact of cutting text into pairs, and in a small store
  * nearly all of them are absent.) A note's
@@ -33,9 +35,13 @@ export interface QueryContent {
   total: number
 }
 
-/** Smoothed IDF that stays positive (the same as coverage's), so common parts weigh little but never nothing. */
+/**
+ * Smoothed IDF that stays positive (the same as coverage's), so common parts weigh little but
+ * never nothing; a part no note holds counts as held by one.
+ */
 function idf(n: number, df: number): number {
-  return Math.log(1 + (n - df + 0.5) / (df + 0.5))
+  const held = Math.max(1, df)
+  return Math.log(1 + (n - held + 0.5) / (held + 0.5))
 }
 
 /**

@@ -19,19 +19,21 @@ function storeOf(texts: readonly string[]): BlockStore {
 const GATE: GateOptions = { minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, minScore: 0, topK: 5 }
 const fixed = (hits: readonly Hit[]) => hits.map((h) => [h.text, Number(h.relevance.toFixed(3))])
 
-t.test('a name the store has never seen: the best hit holds the common words but not who was asked about', async (t) => {
+t.test('a name the store has never seen: the hits hold a word the store often uses, not who was asked about', async (t) => {
   const store = storeOf([
     'Gina: I joined a support group for small business owners last week.',
     'Jon: The dance studio finally opened, the first class was full.',
     'Gina: My store had its best month since the launch.',
     'Jon: I lost my job at the bank, so I am starting the studio.',
+    'Gina: How is the studio doing? Are the classes full?',
+    'Jon: The studio needs a new floor before the winter.',
+    'Gina: I ordered new shelves for the store.',
+    'Jon: My brother visited the bank on Friday.',
   ])
   t.teardown(() => store.close())
   const hits = recallBlocks(store, 'What did Caroline say about the studio?', { topK: 3 })
-  t.same(fixed(hits), [
-    ['Jon: The dance studio finally opened, the first class was full.', 0.231],
-    ['Jon: I lost my job at the bank, so I am starting the studio.', 0.231],
-  ], 'ranking finds the studio notes; they hold the studio but not Caroline')
+  t.ok(hits.length === 3 && hits.every((h) => h.text.includes('studio')), 'ranking finds studio notes')
+  t.same(hits.map((h) => Number(h.relevance.toFixed(3))), [0.279, 0.279, 0.279], 'each holds the studio (in 4 of 8 notes) but not Caroline (in none)')
   t.ok(hits[0]!.relevance < DEFAULT_MIN_RELEVANCE, 'below the gate: the query is about someone else')
   t.same(gateHits(hits, GATE), [], 'nothing is injected')
   const own = storeOf(['Caroline: My friend opened a studio downtown.', 'Caroline: I painted a sunrise.', 'Melanie: The kids loved the beach.'])
@@ -68,7 +70,7 @@ t.test('a transcript of small talk against a store of work notes: every hit is b
   const chat = '用户: 今天好累啊，下午开了三个会\n助手: 辛苦了，要不要早点休息？\n用户: 晚上吃什么好呢，想吃点热的'
   const hits = recallBlocks(store, chat, { topK: 5 })
   t.ok(hits.length > 0, 'ranking alone finds something (下午, 三点 …)')
-  t.same(fixed(hits), [['周会改到每周三下午三点，会议室 B302', 0.058]])
+  t.same(fixed(hits), [['周会改到每周三下午三点，会议室 B302', 0.105]])
   t.same(gateHits(hits, GATE), [])
 })
 
