@@ -102,8 +102,8 @@ t.test('negatives: cross-scope and cross-set runs count false injections with an
   const set = readEvalSet(tinySet(CORPUS, QUERIES))
   const gate = { minRelevance: 0.3, falloff: 0.33, minScore: 0, topK: 5 }
   const scoped = await runPrecisionBench(set, { mode: 'scoped', negatives: { kind: 'cross-scope' }, gate })
-  t.match(scoped, { negatives: 'cross-scope', ungated: { 'recall@5': 0.8333 }, gated: { 'recall@5': 0.6667, negative: { turns: 3, injected: 0, mean_chars: 0 } } },
-    'each scope asked the other\'s questions injects nothing; in its own store "peanut allergy" holds "peanut" but not "allergic": gated out')
+  t.match(scoped, { negatives: 'cross-scope', ungated: { 'recall@5': 0.8333 }, gated: { 'recall@5': 0.8333, negative: { turns: 3, injected: 0, mean_chars: 0 } } },
+    'each scope asked the other\'s questions injects nothing; in its own store each ranked gold note passes ("peanut allergy" holds half: "peanut", not "allergy")')
   const other = readEvalSet(tinySet([{ id: 'z1', text: 'Alice moved to Lisbon in March', session: 'z', scope: '' }], [{ qid: 'z', query: 'Lisbon', gold: ['z1'] }]))
   const crossed = await runPrecisionBench(set, { mode: 'scoped', negatives: { kind: 'cross-set', against: other }, gate: { ...gate, minRelevance: 0, falloff: 0 } })
   t.match(crossed, { negatives: `cross-set against ${other.name}`, ungated: { negative: { turns: 3, injected: 1 } }, gated: { negative: { turns: 3, injected: 1 } } },
