@@ -40,7 +40,7 @@ function unsafeForTerminal(line: string): string[] {
   return [...rest.matchAll(/[^\P{Cc}\t]|\p{Cf}|[\u2028\u2029]|[\uFE00-\uFE0F]{2,}/gu)].map((m) => m[0])
 }
 
-const hit = (text: string): Hit => ({ id: `blk_${'0'.repeat(24)}`, text, score: 1, exact: false, why: '' })
+const hit = (text: string): Hit => ({ id: `blk_${'0'.repeat(24)}`, text, score: 1, exact: false, relevance: 1, why: '' })
 
 t.test('the model reads notes without hidden characters: tags and zero-width removed, controls blanked, bidi shown', async (t) => {
   const seen = visibleForModel(NOTE)
