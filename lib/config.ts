@@ -1,6 +1,7 @@
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import Schema from '@deepseek-ai/schemastery'
+import type { ScopeName } from './store/scope-key.ts'
 import type { SecretsPolicy } from './secrets.ts'
 
 /** The plugin's configuration, as written under `config:` in a dsh composition. */
@@ -15,6 +16,7 @@ export interface Config {
   toolName: string
   secrets: SecretsPolicy
   embed: EmbedConfig
+  scopes: ScopesConfig
 }
 
 /** Optional embedding endpoint (`embed:`); off while `baseUrl` is empty. */
@@ -55,6 +57,23 @@ export const EmbedConfig: Schema<EmbedConfig> = Schema.object({
     .description('Vector candidates whose cosine to the query is below this are ignored, so an unrelated note is never recalled on vector rank alone.'),
 })
 
+/** The `scopes:` block: which notes a session saves into and recalls from. */
+export interface ScopesConfig {
+  defaultScope: ScopeName
+  workspaceAliases: Record<string, string>
+  recallGlobal: boolean
+}
+
+/** Schema of `scopes:` (which notes a session saves into and recalls from). */
+export const ScopesConfig: Schema<ScopesConfig> = Schema.object({
+  defaultScope: Schema.union(['workspace', 'global', 'preset'] as const).default('workspace')
+    .description('Scope of a note saved without one: `workspace` (the session\'s working directory; global when it has none), `global`, or `preset` (the agent preset; else as `workspace`).'),
+  workspaceAliases: Schema.dict(Schema.string()).default({})
+    .description('Absolute directories that are the same workspace as another one, e.g. `{"/home/me/proj-wt": "/home/me/proj"}`; chains are followed, cycles are refused at load.'),
+  recallGlobal: Schema.boolean().default(true)
+    .description('Recall global notes beside the workspace\'s and the preset\'s. `false`: a session with a workspace or preset sees only those.'),
+})
+
 /**
  * The configuration schema. Cordis validates it before `apply`, so a malformed value fails the
  * plugin at load with a message naming the field; `defaultConfig()` fills the defaults for callers
@@ -82,6 +101,7 @@ export const Config: Schema<Config> = Schema.object({
       '`redact` stores the note with them masked, `refuse` rejects the note with an error, `allow` stores them as written. ' +
       'Recalled notes are masked again before they reach the prompt, whatever this says.'),
   embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
+  scopes: ScopesConfig.description('Memory scopes: global, workspace and agent-preset notes.'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */

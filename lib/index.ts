@@ -6,6 +6,7 @@ import { Config, defaultStorePath } from './config.ts'
 import { commitTool } from './plugin/commit-tool.ts'
 import { contextLine, contextName } from './plugin/context-line.ts'
 import { registerPreStep } from './plugin/pre-step.ts'
+import { ScopePolicy } from './scope-policy.ts'
 import { StableMem } from './service.ts'
 
 /** The plugin's name; also the `source.plugin` of every message it injects. */
@@ -26,8 +27,9 @@ export const inject = ['tools', 'systemPrompt']
  */
 export async function apply(ctx: Context, config: Config): Promise<void> {
   const resolvedPath = config.path === '' ? defaultStorePath() : config.path === ':memory:' ? config.path : resolve(config.path)
+  const scopePolicy = new ScopePolicy(config.scopes) // an invalid alias table fails the load here, naming the field
   const own = ctx.isolate('stablemem')
-  own.plugin(StableMem, { ...config, resolvedPath })
+  own.plugin(StableMem, { ...config, resolvedPath, scopePolicy })
   await own.inject(['stablemem'], (inner) => {
     inner.tools.register(commitTool(inner, config.toolName))
     inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
@@ -52,7 +54,11 @@ function publish(ctx: Context, service: StableMem): boolean {
   return true
 }
 
-export { Config, EmbedConfig, defaultStorePath, resolveConfig } from './config.ts'
+export { Config, EmbedConfig, ScopesConfig, defaultStorePath, resolveConfig } from './config.ts'
+export { ScopePolicy, type RecallView, type ScopeContext, type ScopeTarget } from './scope-policy.ts'
+export type { ScopeName } from './store/scope-key.ts'
+export type { ScopeCount } from './store/scopes.ts'
+export { placeOf, presetOf } from './plugin/session-place.ts'
 export { StableMemError, type StableMemErrorCode } from './errors.ts'
 export { recallBlocks } from './recall/recall.ts'
 export { recallBlocksHybrid, type FusionMethod, type HybridOptions } from './recall/hybrid.ts'
@@ -65,4 +71,4 @@ export { backfillVectors, type BackfillOptions, type BackfillProgress } from './
 export { blockId } from './store/block-id.ts'
 export { BlockStore, type StoreOptions } from './store/store.ts'
 export type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './store/types.ts'
-export { StableMem, type ServiceStats, type VectorStats } from './service.ts'
+export { StableMem, type ServiceCommitInput, type ServiceRecallOptions, type ServiceStats, type VectorStats } from './service.ts'

@@ -7,6 +7,9 @@ import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
 import { isAbstention } from './recall/abstain.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
 import { DEGRADED_REASONS, type DegradedReason, type HybridHits } from './recall/types.ts'
+import { ScopePolicy, type RecallView, type ScopeContext, type ScopeTarget } from './scope-policy.ts'
+import type { ScopeName } from './store/scope-key.ts'
+import type { ScopeCount } from './store/scopes.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
@@ -32,6 +35,25 @@ export interface ServiceStats extends Partial<StoreStats> {
   recallDegraded: Record<DegradedReason, number>
   /** The embedder and the background vector writer; absent while `embed.baseUrl` is empty. */
   vectors?: VectorStats
+  /** Notes per scope key (`global`, `workspace:<dir>`, `preset:<id>`), most first; a note in two scopes counts in both. */
+  byScope?: ScopeCount[]
+}
+
+/**
+ * What `ctx.stablemem.commit` takes: the note, and the scope to save it in. `scope` names the kind
+ * (default: config `scopes.defaultScope`); `workspace` (an absolute, existing directory) and
+ * `preset` say which workspace or preset. Saving a note that exists in another scope adds the scope.
+ */
+export interface ServiceCommitInput extends Omit<CommitInput, 'scope'>, ScopeContext {
+  scope?: ScopeName
+}
+
+/** Options of `ctx.stablemem.recall`. */
+export interface ServiceRecallOptions {
+  topK?: number
+  recordAccess?: boolean
+  /** Which notes to search (default `global`: a caller without a session sees no workspace's notes). */
+  scope?: RecallView
 }
 
 /** The vector side of `stats()`. */
@@ -70,11 +92,14 @@ export class StableMem extends Service {
   private readonly embedder: HttpEmbedder | null = null
   private readonly embedderError: string | undefined
   private vectorizer: BlockVectorizer | undefined
+  /** Turns sessions' workspaces and presets into scope keys (`lib/scope-policy.ts`). */
+  readonly scopePolicy: ScopePolicy
 
-  constructor(ctx: Context, config: Config & { resolvedPath: string }) {
+  constructor(ctx: Context, config: Config & { resolvedPath: string, scopePolicy?: ScopePolicy }) {
     super(ctx, 'stablemem')
     this.config = config
     this.storePath = config.resolvedPath
+    this.scopePolicy = config.scopePolicy ?? new ScopePolicy(config.scopes)
     try {
       this.embedder = embedderFromConfig(config.embed)
     } catch (error) {
@@ -105,10 +130,13 @@ export class StableMem extends Service {
   /**
    * Stores a note; idempotent by content (the id is the text's hash). `supersedes` retires an older
    * note from recall. A new note's vector is computed afterwards in the background: commit never
-   * waits for the embedder.
+   * waits for the embedder. The note is saved in `scope` (see `ServiceCommitInput`).
    */
-  async commit(input: CommitInput): Promise<CommitResult> {
-    const result = this.use((store) => store.commit(input))
+  async commit(input: ServiceCommitInput): Promise<CommitResult> {
+    if (input === null || typeof input !== 'object') throw new StableMemError('invalid_input', 'input must be an object with a text field')
+    const { workspace, preset, scope, ...note } = input
+    const key = this.scopePolicy.commitScope(scope, { workspace, preset })
+    const result = this.use((store) => store.commit({ ...note, scope: key }))
     if (result.created) this.vectorizer?.enqueue([result.id])
     return result
   }
@@ -119,18 +147,21 @@ export class StableMem extends Service {
    * embedder, vectors take part when they can; otherwise the lexical result is returned and the
    * reason counted (see `stats().recallDegraded`). When the query names a specific exact string
    * the store lacks, the result is empty and carries a non-enumerable `abstained` reason (`abstentionOf`).
+   * `scope` says which notes to search (default global only; a session's view is
+   * `{ workspace, preset }`); notes outside it are never counted or returned.
    */
-  async recall(query: string, options: { topK?: number, recordAccess?: boolean } = {}): Promise<HybridHits> {
+  async recall(query: string, options: ServiceRecallOptions = {}): Promise<HybridHits> {
     // A JavaScript caller can pass anything; recalling nothing for a number would hide its bug.
     if (typeof query !== 'string') throw new StableMemError('invalid_input', `query must be a string, not ${kindOf(query)}`)
     if (options.topK !== undefined && (typeof options.topK !== 'number' || Number.isNaN(options.topK))) {
       throw new StableMemError('invalid_input', `topK must be a number (1–100), not ${kindOf(options.topK)}`)
     }
+    const scopes = this.scopePolicy.recallUnion(options.scope)
     const store = this.open()
     let hits: HybridHits
     try {
       hits = await recallBlocksHybrid(store, this.embedder, query, {
-        topK: options.topK, recordAccess: options.recordAccess ?? true,
+        topK: options.topK, recordAccess: options.recordAccess ?? true, scopes,
         budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
       })
     } catch (error) {
@@ -169,6 +200,35 @@ export class StableMem extends Service {
     return this.use((store) => store.get(id))
   }
 
+  /** The scope keys a note belongs to (`global`, `workspace:<dir>`, `preset:<id>`); empty for an unknown id. */
+  async scopesOf(id: string): Promise<string[]> {
+    return this.use((store) => store.scopes.of(id))
+  }
+
+  /**
+   * Moves notes: `target` becomes their only scope (moving to `global` replaces their workspace and
+   * preset memberships). A workspace must be an existing absolute directory. Returns how many changed.
+   */
+  async setScope(ids: readonly string[], target: ScopeTarget): Promise<number> {
+    const key = this.scopePolicy.targetKey(target, true)
+    return this.use((store) => store.scopes.set(ids, key))
+  }
+
+  /** Adds a scope to notes (they stay in their others). Returns how many memberships are new. */
+  async addScope(ids: readonly string[], target: ScopeTarget): Promise<number> {
+    const key = this.scopePolicy.targetKey(target, true)
+    return this.use((store) => store.scopes.add(ids, key))
+  }
+
+  /**
+   * Takes notes out of one scope, keeping their others. Refused for a note that has no other
+   * scope (it would never be recalled again). Returns how many memberships were removed.
+   */
+  async removeScope(ids: readonly string[], target: ScopeTarget): Promise<number> {
+    const key = this.scopePolicy.targetKey(target, false)
+    return this.use((store) => store.scopes.remove(ids, key))
+  }
+
   /** Records an edge between two nodes (idempotent per source, target and type). */
   async link(edge: EdgeInput): Promise<{ created: boolean }> {
     return this.use((store) => store.link(edge))
@@ -187,7 +247,7 @@ export class StableMem extends Service {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
     }
     try {
-      return { available: true, ...this.store.stats(), ...health }
+      return { available: true, ...this.store.stats(), byScope: this.store.scopes.counts(), ...health }
     } catch (error) {
       const refusal = this.failed(this.store, error)
       return { available: false, error: refusal instanceof Error ? refusal.message : String(refusal), path: this.storePath, ...health }

@@ -68,6 +68,19 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX vectors_space_seq ON vectors(model, dims, seq);
   `,
+  // v4: scopes. A block belongs to one or more scopes ('global', 'workspace:<dir>', 'preset:<id>',
+  // see lib/store/scopes.ts); scope is membership, never part of the content id. Every block that
+  // exists when the file is upgraded becomes global, so recall is unchanged until notes are moved.
+  `
+  CREATE TABLE memberships (
+    block_rowid INTEGER NOT NULL REFERENCES blocks(rowid) ON DELETE CASCADE,
+    scope       TEXT    NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (block_rowid, scope)
+  ) WITHOUT ROWID;
+  CREATE INDEX memberships_scope ON memberships(scope, block_rowid);
+  INSERT INTO memberships (block_rowid, scope, created_at) SELECT rowid, 'global', created_at FROM blocks;
+  `,
 ]
 
 /** The schema version this code writes and reads. */

@@ -7,6 +7,8 @@ import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
+import { checkScopeKey, GLOBAL_SCOPE } from './scope-key.ts'
+import { ScopeTable } from './scopes.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
 import { VectorTable } from './vectors.ts'
 
@@ -63,6 +65,8 @@ export class BlockStore {
   readonly secrets: SecretsPolicy
   /** Block vectors and centroids (written by `lib/embed/`, after commit). */
   readonly vectors: VectorTable
+  /** Which scopes each block belongs to (`lib/store/scopes.ts`). */
+  readonly scopes: ScopeTable
   private readonly db: DatabaseSync
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
@@ -104,6 +108,7 @@ export class BlockStore {
     }
     this.db = db
     this.vectors = new VectorTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
+    this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
   }
 
   /** Stores one block; idempotent by content. See `commitMany`. */
@@ -138,6 +143,7 @@ export class BlockStore {
       if (created) index.run(inserted.lastInsertRowid, withoutCjk(row.text), cjkIndexText(row.text))
       else update.run(row.source, row.scene, row.semanticType, now, row.id)
       if (row.supersedes !== '') this.supersede(row.id, row.supersedes, now)
+      this.scopes.join(row.id, row.scope, now)
       return result(created)
     }))
     // Our own commits do not change `data_version`, so the cached count stays valid if we add ours.
@@ -393,10 +399,12 @@ export class BlockStore {
    * A block that already exists is merged, never duplicated: earliest creation, latest update
    * and access, the larger access count, and the imported non-empty tags when the import is newer.
    * Merging is idempotent, so importing the same file twice changes nothing. Call it inside
-   * `transaction` to restore many blocks in one write.
+   * `transaction` to restore many blocks in one write. `scopes` are added to the block's
+   * memberships; a new block without them is global (exports made before scopes existed).
    */
-  importBlock(block: Block): { created: boolean } {
+  importBlock(block: Block, scopes?: readonly string[]): { created: boolean } {
     const row = this.validate(block, '')
+    const keys = (scopes ?? []).map((scope, i) => checkScopeKey(scope, `scopes[${i}]`))
     if (row.redacted.length > 0) {
       throw new StableMemError('contains_secret', `text contains credentials (${row.redacted.join(', ')}); the secrets policy does not allow importing them unmasked`)
     }
@@ -415,6 +423,7 @@ export class BlockStore {
       this.matchCounts.clear()
       // Our own writes do not change `data_version`, so the cached count must follow them.
       if (this.countCache) this.countCache.blocks++
+      for (const key of keys.length > 0 ? keys : [GLOBAL_SCOPE]) this.scopes.join(row.id, key)
       return { created: true }
     }
     this.stmt('importMerge', `UPDATE blocks SET
@@ -427,6 +436,7 @@ export class BlockStore {
       last_access_at = CASE WHEN ?7 IS NULL THEN last_access_at WHEN last_access_at IS NULL THEN ?7 ELSE max(last_access_at, ?7) END,
       superseded_by = coalesce(superseded_by, ?9)
       WHERE id = ?8`).run(row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, row.id, supersededBy)
+    for (const key of keys) this.scopes.join(row.id, key)
     return { created: false }
   }
 
@@ -469,6 +479,7 @@ export class BlockStore {
       scene: checkTag(input.scene ?? '', `${prefix}scene`, false),
       semanticType: checkTag(input.semanticType ?? '', `${prefix}semanticType`, false),
       supersedes: checkTag(input.supersedes ?? '', `${prefix}supersedes`, false),
+      scope: checkScopeKey(input.scope ?? GLOBAL_SCOPE, `${prefix}scope`),
     }
   }
 
