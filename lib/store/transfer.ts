@@ -29,7 +29,7 @@ export function * exportJsonl(store: BlockStore, counts: ExportCounts = { blocks
   yield JSON.stringify({ record: 'header', format: EXPORT_FORMAT, version: EXPORT_VERSION, exportedAt: now })
   for (const block of store.allBlocks()) {
     counts.blocks++
-    yield JSON.stringify({ record: 'block', ...block })
+    yield JSON.stringify({ record: 'block', ...block, scopes: store.scopes.of(block.id) })
   }
   for (const edge of store.allEdges()) {
     counts.edges++
@@ -53,6 +53,7 @@ export function * exportMarkdown(store: BlockStore, counts: ExportCounts = { blo
     yield ''
     const tags = [['source', block.source], ['scene', block.scene], ['type', block.semanticType]].filter(([, v]) => v !== '')
     for (const [key, value] of tags) yield `- ${key}: \`${value}\``
+    yield `- scopes: ${store.scopes.of(block.id).map((s) => `\`${s}\``).join(', ')}`
     yield `- created ${iso(block.createdAt)}, updated ${iso(block.updatedAt)}`
     yield `- recalled ${block.accessCount} time${block.accessCount === 1 ? '' : 's'}${block.lastAccessAt === null ? '' : `, last ${iso(block.lastAccessAt)}`}`
     for (const edge of store.edgesOf('block', block.id)) {
@@ -129,7 +130,7 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
   return result
 }
 
-type ImportRecord = { kind: 'block', block: Block } | { kind: 'edge', edge: Edge }
+type ImportRecord = { kind: 'block', block: Block, scopes?: string[] } | { kind: 'edge', edge: Edge }
 
 /** Parses one line; undefined for the header. Throws with a plain message on anything else. */
 function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
@@ -162,6 +163,8 @@ function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
           // Absent in exports made before supersede existed: such a block is current.
           supersededBy: record.supersededBy === undefined || record.supersededBy === null ? null : field(record, 'supersededBy', 'string'),
         },
+        // Absent in exports made before scopes existed: such a block is imported as global.
+        ...(record.scopes === undefined ? {} : { scopes: scopeList(record.scopes) }),
       }
     case 'edge':
       return {
@@ -183,9 +186,17 @@ function field<K extends 'string' | 'number'>(record: Record<string, unknown>, n
   return value as K extends 'string' ? string : number
 }
 
+/** The `scopes` field of a block record: a non-empty array of strings (the store checks each key). */
+function scopeList(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length === 0 || !value.every((s) => typeof s === 'string')) {
+    throw new StableMemError('invalid_input', 'block field scopes must be a non-empty array of scope strings')
+  }
+  return value as string[]
+}
+
 function apply(store: BlockStore, record: ImportRecord, result: ImportResult): void {
   if (record.kind === 'block') {
-    if (store.importBlock(record.block).created) result.blocksCreated++
+    if (store.importBlock(record.block, record.scopes).created) result.blocksCreated++
     else result.blocksMerged++
   } else if (store.importEdge(record.edge).created) {
     result.edgesCreated++

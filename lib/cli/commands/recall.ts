@@ -7,11 +7,12 @@ import { recallBlocksHybrid } from '../../recall/hybrid.ts'
 import { MAX_TOP_K } from '../../recall/recall.ts'
 import { println, UsageError, type Command } from '../command.ts'
 import { openExisting, withStore } from '../open-store.ts'
+import { cliPolicy, recallView } from '../scope-args.ts'
 
 /** The recall command. */
 export const command: Command = {
   usage: [
-    'Usage: stablemem recall <query> [--k <n>] [--db <path>] [--json]',
+    'Usage: stablemem recall <query> [--k <n>] [--workspace <dir>] [--preset <id>] [--all] [--db <path>] [--json]',
     '',
     'Ranks stored notes for a query with the plugin\'s own recall and prints, for each hit,',
     'its score (>= 1 means pinned by an exact symbol such as a port, IP, path or version),',
@@ -19,15 +20,22 @@ export const command: Command = {
     'note holds, says so (the plugin would inject its "no record" notice) and names stored',
     'strings one typo away. Does not change access counts.',
     '',
+    'Searches global notes, plus those of --workspace and --preset when given (what a session',
+    'there would see); --all searches every note of every scope.',
+    '',
     `  --k <n>  how many hits (default 5, at most ${MAX_TOP_K})`,
+    '  --workspace <dir>  add this workspace\'s notes',
+    '  --preset <id>      add this agent preset\'s notes',
+    '  --all              every note, whatever its scope',
     '  --json   the hits as a JSON array of {id, text, score, exact, why}',
   ].join('\n'),
-  options: { k: { type: 'string' }, json: { type: 'boolean' } },
+  options: { k: { type: 'string' }, json: { type: 'boolean' }, workspace: { type: 'string' }, preset: { type: 'string' }, all: { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
   async run({ db, args, values, io }) {
     const k = values.k === undefined ? 5 : Number(values.k)
     if (!Number.isInteger(k) || k < 1 || k > MAX_TOP_K) throw new UsageError(`--k must be a whole number from 1 to ${MAX_TOP_K}`)
-    const hits = await withStore(openExisting(db), (store) => recallBlocksHybrid(store, null, args[0]!, { topK: k, recordAccess: false }))
+    const scopes = cliPolicy.recallUnion(recallView(values))
+    const hits = await withStore(openExisting(db), (store) => recallBlocksHybrid(store, null, args[0]!, { topK: k, recordAccess: false, scopes }))
     if (values.json === true) {
       println(io.stdout, JSON.stringify(hits))
       return 0
