@@ -4,7 +4,7 @@
  * presets, joined to a preset the way dsh's AgentPresets does it (the agent's scope key parented
  * to `{agentPreset: id}`) or recorded in the header. The model is scripted; everything else is real.
  */
-import { mkdirSync, symlinkSync } from 'node:fs'
+import { mkdirSync, realpathSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { GenerateOptions } from '@deepseek-ai/dsh-llm'
@@ -18,7 +18,7 @@ import { mutant } from '../helpers/mutant.ts'
 import { refusal } from '../helpers/refusal.ts'
 import { tempDir } from '../helpers/temp.ts'
 
-const root = tempDir('stablemem-loop-scopes')
+const root = realpathSync(tempDir('stablemem-loop-scopes'))
 const A = join(root, 'project-a')
 const B = join(root, 'project-b')
 mkdirSync(A)

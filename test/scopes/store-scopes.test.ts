@@ -4,7 +4,7 @@
  * replaces workspace memberships; export/import keep scopes; a store written before scopes
  * existed opens with every note global and recalls exactly as the golden fixture says.
  */
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
@@ -21,7 +21,7 @@ import { mutant } from '../helpers/mutant.ts'
 import { refusal } from '../helpers/refusal.ts'
 import { tempDir } from '../helpers/temp.ts'
 
-const root = tempDir('stablemem-scopes')
+const root = realpathSync(tempDir('stablemem-scopes'))
 const A = join(root, 'project-a')
 const B = join(root, 'project-b')
 mkdirSync(A)
