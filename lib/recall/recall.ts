@@ -76,9 +76,12 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
   if (isEmptyAnalysis(analysis)) return []
   const bm25 = new Map<number, number>()
   const scopes = options.scopes
+  const found = new Map<string, boolean>() // per searched expression: did the union hold a match
   const addCandidates = (match: string, limit: number) => {
     if (match === '') return
-    for (const c of scopes ? store.scopes.ftsCandidates(match, limit, scopes) : store.ftsCandidates(match, limit)) {
+    const candidates = scopes ? store.scopes.ftsCandidates(match, limit, scopes) : store.ftsCandidates(match, limit)
+    found.set(match, candidates.length > 0)
+    for (const c of candidates) {
       const known = bm25.get(c.rowid)
       if (known === undefined || c.bm25 < known) bm25.set(c.rowid, c.bm25)
     }
@@ -89,8 +92,9 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
 
   if (options.abstain !== false) {
     const decisive = decisiveSymbols(text, analysis.exact)
-    if (decisive.length > 0 && decisive.every((s) => !inStore(store, s, scopes))) {
-      const near = decisive.slice(0, NEAR_SYMBOLS).flatMap((s) => typoVariants(s).filter((v) => inStore(store, v, scopes)))
+    const held = (s: string) => inStore(store, s, scopes, found)
+    if (decisive.length > 0 && decisive.every((s) => !held(s))) {
+      const near = decisive.slice(0, NEAR_SYMBOLS).flatMap((s) => typoVariants(s).filter(held))
       return markAbstained([], { missing: decisive, mentioned: mentionedWords(analysis, blocks.map(([, b]) => b)), near: [...new Set(near)] })
     }
   }
@@ -190,9 +194,15 @@ function rarest(terms: readonly string[], df: ReadonlyMap<string, number>, limit
  * Whether any note holds the exact string, as the index tokenises it. A version is found with or
  * without its `v` (`v2.3.1` ↔ `2.3.1`): abstaining wrongly costs more than a weak hit.
  */
-function inStore(store: BlockStore, symbol: string, scopes: readonly string[] | undefined): boolean {
+function inStore(store: BlockStore, symbol: string, scopes: readonly string[] | undefined, searched: ReadonlyMap<string, boolean>): boolean {
   const variants = /^v\d/.test(symbol) ? [symbol, symbol.slice(1)] : symbolVariants(symbol)
-  return variants.some((v) => scopes ? store.scopes.anyMatch(matchPhrase(v), scopes) : store.matchCount(matchPhrase(v)) > 0)
+  return variants.some((v) => {
+    const match = matchPhrase(v)
+    if (store.matchCount(match) === 0) return false // cached: absent from every scope
+    if (scopes === undefined) return true
+    // Within scopes only notes of the union count: the candidate search already asked most of these.
+    return searched.get(match) ?? store.scopes.anyMatch(match, scopes)
+  })
 }
 
 /**
