@@ -1,5 +1,5 @@
 /**
- * `npm run bench:recall -- --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--markdown]`
+ * `npm run bench:recall -- --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--in-workspace] [--json] [--markdown]`
  *
  * Builds fresh stores from a retrieval set through the package's own commit path
  * (`BlockStore.commitMany`; one store per scope in scoped mode), runs every query through the
@@ -7,12 +7,14 @@
  * prints per-category tables beside same-run FTS5 BM25 floors (see `recall/floors.ts`), as the
  * Markdown table of docs/benchmarks.md with `--markdown`. With `--json` the last line is one JSON
  * object. A hybrid recall can be plugged in through `runRecallBench(…, { recall })` without
- * touching the measuring code.
+ * touching the measuring code. `--in-workspace` recalls as a session in a workspace does on a store
+ * whose notes are all global (an upgraded store): within the union `global` + that workspace.
  */
 import { performance } from 'node:perf_hooks'
 import { isAbstention } from '../lib/recall/abstain.ts'
 import { recallBlocksHybrid } from '../lib/recall/hybrid.ts'
 import type { Hit } from '../lib/recall/types.ts'
+import { GLOBAL_SCOPE, workspaceScope } from '../lib/store/scope-key.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { EvalSetError, readEvalSet, type EvalBlock, type EvalSet } from './recall/eval-set.ts'
 import { FLOORS, FloorIndex, type FloorName } from './recall/floors.ts'
@@ -50,6 +52,11 @@ interface Scored {
 
 /** The recall the plugin injects with: the service path, which records accesses. */
 export const serviceRecall: RecallFn = (store, query, options) => recallBlocksHybrid(store, null, query, { topK: options.topK, recordAccess: true })
+
+/** The same, as a session working in a workspace recalls: global notes plus that workspace's. */
+export const workspaceRecall: RecallFn = (store, query, options) => recallBlocksHybrid(store, null, query, {
+  topK: options.topK, recordAccess: true, scopes: [GLOBAL_SCOPE, workspaceScope('/bench/workspace')],
+})
 
 /** Runs one set in one mode; returns the JSON object and the human-readable tables. */
 export async function runRecallBench(set: EvalSet, options: BenchOptions): Promise<{ result: BenchResult, tables: string, markdown: string }> {
@@ -223,10 +230,11 @@ interface CliArgs {
   embedUrl: string
   embedModel: string
   fusion: FusionMethod | undefined
+  inWorkspace: boolean
 }
 
 function parseArgs(argv: readonly string[]): CliArgs {
-  const args: CliArgs = { data: '', mode: undefined, ks: [5, 10], json: false, markdown: false, repeat: 1, embedUrl: '', embedModel: 'default', fusion: undefined }
+  const args: CliArgs = { data: '', mode: undefined, ks: [5, 10], json: false, markdown: false, repeat: 1, embedUrl: '', embedModel: 'default', fusion: undefined, inWorkspace: false }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!
     const value = () => {
@@ -240,6 +248,7 @@ function parseArgs(argv: readonly string[]): CliArgs {
     else if (flag === '--fusion') args.fusion = value() as FusionMethod
     else if (flag === '--json') args.json = true
     else if (flag === '--markdown') args.markdown = true
+    else if (flag === '--in-workspace') args.inWorkspace = true
     else if (flag === '--mode') {
       const mode = value()
       if (mode !== 'scoped' && mode !== 'global') throw new EvalSetError(`--mode must be scoped or global, not ${JSON.stringify(mode)}`)
@@ -250,7 +259,7 @@ function parseArgs(argv: readonly string[]): CliArgs {
     } else if (flag === '--repeat') {
       args.repeat = Number(value())
       if (!Number.isInteger(args.repeat) || args.repeat < 1 || args.repeat > 50) throw new EvalSetError('--repeat must be an integer 1…50')
-    } else throw new EvalSetError(`unknown option ${flag} (usage: --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--markdown] [--embed-url <url> [--embed-model <name>] [--fusion ha|weighted|rrf]])`)
+    } else throw new EvalSetError(`unknown option ${flag} (usage: --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--in-workspace] [--json] [--markdown] [--embed-url <url> [--embed-model <name>] [--fusion ha|weighted|rrf]])`)
   }
   if (args.data === '') throw new EvalSetError('--data <dir> is required (a folder with corpus.jsonl and queries.jsonl)')
   return args
@@ -264,7 +273,9 @@ async function main(): Promise<void> {
     const embed = args.embedUrl === '' ? undefined : { url: args.embedUrl, model: args.embedModel, languages: ['en'], fusion: args.fusion }
     const hybrid = embed ? hybridRecallFn(await benchEmbedder(set, embed), embed) : undefined
     const label = embed ? `recallBlocksHybrid(store, HttpEmbedder ${embed.url} ${embed.model} [en], fusion ${embed.fusion ?? 'default'})` : undefined
-    const { result, tables, markdown } = await runRecallBench(set, { mode, ks: args.ks, repeat: args.repeat, recall: hybrid?.recall, label })
+    if (hybrid && args.inWorkspace) throw new EvalSetError('--in-workspace measures the lexical recall; leave out --embed-url')
+    const recall = hybrid?.recall ?? (args.inWorkspace ? workspaceRecall : undefined)
+    const { result, tables, markdown } = await runRecallBench(set, { mode, ks: args.ks, repeat: args.repeat, recall, label: label ?? (args.inWorkspace ? 'recallBlocksHybrid(store, null, …) within scopes global + one workspace' : undefined) })
     if (hybrid) result.degraded = hybrid.degraded
     process.stdout.write(`${args.markdown ? markdown : tables}\n`)
     if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`)
