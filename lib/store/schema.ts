@@ -78,7 +78,6 @@ export const MIGRATIONS: readonly string[] = [
     created_at  INTEGER NOT NULL,
     PRIMARY KEY (block_rowid, scope)
   ) WITHOUT ROWID;
-  CREATE INDEX memberships_scope ON memberships(scope, block_rowid);
   INSERT INTO memberships (block_rowid, scope, created_at) SELECT rowid, 'global', created_at FROM blocks;
   `,
 ]

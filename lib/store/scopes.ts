@@ -44,6 +44,11 @@ export class ScopeTable {
     return Number(result.changes) > 0
   }
 
+  /** Adds one membership to a block just inserted (its rowid known: no id lookup on the commit path). */
+  joinRowid(rowid: number, scope: string, now: number): void {
+    this.deps.stmt('scopeJoinRowid', 'INSERT INTO memberships (block_rowid, scope, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING').run(rowid, scope, now)
+  }
+
   /** The scopes of one block, sorted (global first); empty for an unknown id. */
   of(id: string): string[] {
     const rows = this.deps.stmt('scopeOf', `SELECT m.scope FROM memberships m JOIN blocks b ON b.rowid = m.block_rowid

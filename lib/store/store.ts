@@ -143,7 +143,8 @@ export class BlockStore {
       if (created) index.run(inserted.lastInsertRowid, withoutCjk(row.text), cjkIndexText(row.text))
       else update.run(row.source, row.scene, row.semanticType, now, row.id)
       if (row.supersedes !== '') this.supersede(row.id, row.supersedes, now)
-      this.scopes.join(row.id, row.scope, now)
+      if (created) this.scopes.joinRowid(Number(inserted.lastInsertRowid), row.scope, now)
+      else this.scopes.join(row.id, row.scope, now)
       return result(created)
     }))
     // Our own commits do not change `data_version`, so the cached count stays valid if we add ours.
