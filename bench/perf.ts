@@ -13,8 +13,8 @@
  *    expression, top 10 by bm25, texts joined) alternately, query by query.
  * 4. Runs real agent-loop turns with the plugin mounted on the store and times its pre-step listener.
  * 5. Scopes (`--workspaces W`, default 20; 0 skips): the same N blocks committed into a second file,
- *    block i into workspace i mod W, and each query recalled there in its block's workspace (plus
- *    global), alternating with the unscoped recall of the single-scope file of step 1.
+ *    block i into workspace i mod W, and each query recalled in the workspace of the block it was
+ *    cut from (plus global), alternating with the unscoped recall of the single-scope file of step 1.
  * With `--json` the last line is one JSON object with the keys the issue names.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
@@ -193,7 +193,8 @@ if (WORKSPACES > 0) {
     for (let q = 0; q < WARMUP + QUERIES; q++) {
       const target = Math.floor((q * 7_654_321) % N)
       const query = gen.query(kind, target)
-      const scopes = [GLOBAL_SCOPE, workspaceOf(target)]
+      // The workspace of the block the query was cut from: a question asked where its answer was saved.
+      const scopes = [GLOBAL_SCOPE, workspaceOf(gen.source(kind, target))]
       const runScoped = () => { const start = nowMs(); recallBlocks(scopedReader, query, { topK: 5, scopes }); if (q >= WARMUP) inScope.push(nowMs() - start) }
       const runSingle = () => { const start = nowMs(); recallBlocks(singleReader, query, { topK: 5 }); if (q >= WARMUP) whole.push(nowMs() - start) }
       if (q % 2 === 0) { runScoped(); runSingle() } else { runSingle(); runScoped() }
