@@ -17,6 +17,8 @@ export interface Config {
   secrets: SecretsPolicy
   embed: EmbedConfig
   scopes: ScopesConfig
+  maxStepsPerTurn: number
+  stopWhenAllDenied: boolean
 }
 
 /** Optional embedding endpoint (`embed:`); off while `baseUrl` is empty. */
@@ -102,6 +104,10 @@ export const Config: Schema<Config> = Schema.object({
       'Recalled notes are masked again before they reach the prompt, whatever this says.'),
   embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
   scopes: ScopesConfig.description('Memory scopes: global, workspace and agent-preset notes.'),
+  maxStepsPerTurn: Schema.natural().max(10_000).default(0)
+    .description('Loop exit: end a turn (`blocked`) before its step N+1, so a model that keeps calling tools stops at N model calls. A step that claimed human input (steering) still runs. 0: no limit (dsh has none).'),
+  stopWhenAllDenied: Schema.boolean().default(false)
+    .description('Loop exit: end a turn (`blocked`) after a step whose every tool call was denied, unless the next step claimed new input (which is never dropped).'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */

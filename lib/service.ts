@@ -3,6 +3,10 @@ import type { Config } from './config.ts'
 import { StableMemError } from './errors.ts'
 import { embedderFromConfig } from './embed/from-config.ts'
 import type { HttpEmbedder } from './embed/http.ts'
+import { StagesApi, type Stages } from './kernel/stages/api.ts'
+import { bindStages } from './kernel/stages/bind.ts'
+import { StageHost } from './kernel/stages/host.ts'
+import type { StageStats } from './kernel/stages/types.ts'
 import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
 import { isAbstention } from './recall/abstain.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
@@ -35,6 +39,10 @@ export interface ServiceStats extends Partial<StoreStats> {
   recallDegraded: Record<DegradedReason, number>
   /** The embedder and the background vector writer; absent while `embed.baseUrl` is empty. */
   vectors?: VectorStats
+  /** Finished turns by how they ended (`completed`, `blocked`, …), counted at after_output. */
+  turns: Record<string, number>
+  /** The stage API's handlers, calls, handler errors and loop exits. */
+  stages: StageStats
   /** Notes per scope key (`global`, `workspace:<dir>`, `preset:<id>`), most first; a note in two scopes counts in both. */
   byScope?: ScopeCount[]
 }
@@ -94,6 +102,13 @@ export class StableMem extends Service {
   private vectorizer: BlockVectorizer | undefined
   /** Turns sessions' workspaces and presets into scope keys (`lib/scope-policy.ts`). */
   readonly scopePolicy: ScopePolicy
+  private readonly stageHost: StageHost
+  /**
+   * HologramAgent's turn stages over dsh hooks (docs/stages.md). A handler registered through a
+   * plugin's `ctx.stablemem.stages.on` is removed when that plugin unloads.
+   */
+  readonly stages: Stages
+  private readonly turnCounts: Record<string, number> = {}
 
   constructor(ctx: Context, config: Config & { resolvedPath: string, scopePolicy?: ScopePolicy }) {
     super(ctx, 'stablemem')
@@ -107,6 +122,9 @@ export class StableMem extends Service {
       ctx.logger('stablemem').warn('vectors disabled: %s', this.embedderError)
     }
     ctx.effect(() => () => this.close(), 'stablemem.close')
+    this.stageHost = new StageHost(ctx.logger('stablemem'))
+    const binding = bindStages(ctx, this.stageHost, { maxStepsPerTurn: config.maxStepsPerTurn, stopWhenAllDenied: config.stopWhenAllDenied })
+    this.stages = new StagesApi(ctx, this.stageHost, () => binding.idle())
   }
 
   /** Opens the store; a failure is recorded and logged, not thrown, so the agent keeps running. */
@@ -241,6 +259,8 @@ export class StableMem extends Service {
       injections: this.injectionCount,
       hybridRecalls: this.hybridCount,
       recallDegraded: { ...this.degradedCounts },
+      turns: { ...this.turnCounts },
+      stages: this.stageHost.stats(),
       ...(this.embedder || this.embedderError ? { vectors: this.vectorStats() } : {}),
     }
     if (!this.store || this.store.isClosed) {
@@ -279,6 +299,11 @@ export class StableMem extends Service {
   /** Counts one injected recall message (called by the pre-step listener). */
   noteInjection(): void {
     this.injectionCount++
+  }
+
+  /** Counts one finished turn by how it ended (called by the statistics handler at after_output). */
+  noteTurn(reason: string): void {
+    this.turnCounts[reason] = (this.turnCounts[reason] ?? 0) + 1
   }
 
   private use<T>(fn: (store: BlockStore) => T): T {
