@@ -31,12 +31,13 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
     output: {
       schema: {
         type: 'object',
-        properties: { id: { type: 'string' }, created: { type: 'boolean' }, redacted: { type: 'array', items: { type: 'string' } } },
+        properties: { id: { type: 'string' }, created: { type: 'boolean' }, redacted: { type: 'array', items: { type: 'string' } }, duplicateOf: { type: 'string' } },
         additionalProperties: false,
       },
       render: (_args, value) => [{
         type: 'text',
         text: (value.created ? `Saved to long-term memory as ${value.id}.` : `Already in long-term memory as ${value.id}.`) +
+          (value.duplicateOf && value.created ? ` It nearly duplicates ${value.duplicateOf}, which was already saved.` : '') +
           (value.redacted ? ` Credentials were masked before saving (${value.redacted.join(', ')}); they are not in memory.` : ''),
       }],
     },
@@ -48,7 +49,11 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
       const result = await ctx.stablemem.commit({
         text: args.text, source, scene: args.scene ?? '', supersedes: args.supersedes ?? '', scope: args.scope, ...placeOf(exec.agent),
       })
-      return result.redacted ? { id: result.id, created: result.created, redacted: result.redacted } : { id: result.id, created: result.created }
+      return {
+        id: result.id, created: result.created,
+        ...(result.redacted ? { redacted: result.redacted } : {}),
+        ...(result.duplicateOf ? { duplicateOf: result.duplicateOf } : {}),
+      }
     },
   })
 }

@@ -24,7 +24,7 @@ function inUnion(rowid: string): string {
 }
 
 /**
- * The membership table: which scopes each block belongs to (schema v4). A block belongs to one or
+ * The membership table: which scopes each block belongs to (its own schema migration). A block belongs to one or
  * more scopes; the same text saved in two workspaces is one block with two memberships, so content
  * addressing and idempotent commits are untouched. Recall asks it for candidates inside a union of
  * scopes, so a note outside the union is never counted (abstention) or shown. Every block has at

@@ -15,7 +15,7 @@ export const command: Command = {
     '  --scope <s>   global (default), workspace or preset: where the note is recalled',
     '  --workspace <dir>  the workspace (implies --scope workspace; default for it: the current directory)',
     '  --preset <id>      the agent preset (implies --scope preset)',
-    '  --json        print {"id","created"} as JSON',
+    '  --json        print {"id","created"} as JSON (with "duplicateOf" for a near-duplicate of a stored note)',
   ].join('\n'),
   options: { source: { type: 'string' }, scene: { type: 'string' }, json: { type: 'boolean' }, ...SCOPE_OPTIONS },
   positionals: { min: 1, max: 1 },
@@ -24,7 +24,8 @@ export const command: Command = {
     const input = { text: args[0]!, source: typeof values.source === 'string' ? values.source : 'cli', scene: typeof values.scene === 'string' ? values.scene : '', scope }
     const result = await withStore(openForWrite(db), (store) => store.commit(input))
     if (values.json === true) println(io.stdout, JSON.stringify(result))
-    else println(io.stdout, result.created ? `saved ${result.id}` : `already stored as ${result.id}`)
+    else println(io.stdout, (result.created ? `saved ${result.id}` : `already stored as ${result.id}`) +
+      (result.duplicateOf && result.created ? ` (nearly the same as ${result.duplicateOf})` : ''))
     return 0
   },
 }
