@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import Schema from '@deepseek-ai/schemastery'
 import { MAX_VECTOR_DIMS } from './embed/types.ts'
 import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE } from './recall/gate.ts'
+import type { ScopeName } from './store/scope-key.ts'
 import type { SecretsPolicy } from './secrets.ts'
 import type { DuplicatePolicy } from './store/duplicates.ts'
 
@@ -22,6 +23,7 @@ export interface Config {
   duplicates: DuplicatePolicy
   forgetTool: ForgetToolConfig
   embed: EmbedConfig
+  scopes: ScopesConfig
   maxStepsPerTurn: number
   stopWhenAllDenied: boolean
 }
@@ -84,6 +86,23 @@ export const EmbedConfig: Schema<EmbedConfig> = Schema.object({
     .description('Vector candidates whose cosine to the query is below this are ignored, so an unrelated note is never recalled on vector rank alone.'),
 })
 
+/** The `scopes:` block: which notes a session saves into and recalls from. */
+export interface ScopesConfig {
+  defaultScope: ScopeName
+  workspaceAliases: Record<string, string>
+  recallGlobal: boolean
+}
+
+/** Schema of `scopes:` (which notes a session saves into and recalls from). */
+export const ScopesConfig: Schema<ScopesConfig> = Schema.object({
+  defaultScope: Schema.union(['workspace', 'global', 'preset'] as const).default('workspace')
+    .description('Scope of a note saved without one: `workspace` (the session\'s working directory; global when it has none), `global`, or `preset` (the agent preset; else as `workspace`).'),
+  workspaceAliases: Schema.dict(Schema.string()).default({})
+    .description('Absolute directories that are the same workspace as another one, e.g. `{"/home/me/proj-wt": "/home/me/proj"}`; chains are followed, cycles are refused at load.'),
+  recallGlobal: Schema.boolean().default(true)
+    .description('Recall global notes beside the workspace\'s and the preset\'s. `false`: a session with a workspace or preset sees only those.'),
+})
+
 /**
  * The configuration schema. Cordis validates it before `apply`, so a malformed value fails the
  * plugin at load with a message naming the field; `defaultConfig()` fills the defaults for callers
@@ -119,6 +138,7 @@ export const Config: Schema<Config> = Schema.object({
       '`link` stores it with a `duplicates` edge to the existing note, `keep` stores it without one, `skip` stores nothing. Commit reports `duplicateOf` in every case.'),
   forgetTool: ForgetToolConfig.description('Optional model tool that forgets notes by id. Off by default.'),
   embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
+  scopes: ScopesConfig.description('Memory scopes: global, workspace and agent-preset notes.'),
   maxStepsPerTurn: Schema.natural().max(10_000).default(0)
     .description('Loop exit: end a turn (`blocked`) before its step N+1, so a model that keeps calling tools stops at N model calls. A step that claimed human input (steering) still runs. 0: no limit (dsh has none).'),
   stopWhenAllDenied: Schema.boolean().default(false)

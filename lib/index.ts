@@ -7,6 +7,7 @@ import { commitTool } from './plugin/commit-tool.ts'
 import { contextLine, contextName } from './plugin/context-line.ts'
 import { forgetTool } from './plugin/forget-tool.ts'
 import { registerPreStep } from './plugin/pre-step.ts'
+import { ScopePolicy } from './scope-policy.ts'
 import { registerStatistics } from './plugin/statistics.ts'
 import { StableMem } from './service.ts'
 
@@ -28,8 +29,9 @@ export const inject = ['tools', 'systemPrompt']
  */
 export async function apply(ctx: Context, config: Config): Promise<void> {
   const resolvedPath = config.path === '' ? defaultStorePath() : config.path === ':memory:' ? config.path : resolve(config.path)
+  const scopePolicy = new ScopePolicy(config.scopes) // an invalid alias table fails the load here, naming the field
   const own = ctx.isolate('stablemem')
-  own.plugin(StableMem, { ...config, resolvedPath })
+  own.plugin(StableMem, { ...config, resolvedPath, scopePolicy })
   await own.inject(['stablemem'], (inner) => {
     inner.tools.register(commitTool(inner, config.toolName))
     if (config.forgetTool.enabled) inner.tools.register(forgetTool(inner, config.forgetTool))
@@ -56,7 +58,11 @@ function publish(ctx: Context, service: StableMem): boolean {
   return true
 }
 
-export { Config, EmbedConfig, defaultStorePath, resolveConfig } from './config.ts'
+export { Config, EmbedConfig, ScopesConfig, defaultStorePath, resolveConfig } from './config.ts'
+export { ScopePolicy, type RecallView, type ScopeContext, type ScopeTarget } from './scope-policy.ts'
+export type { ScopeName } from './store/scope-key.ts'
+export type { ScopeCount } from './store/scopes.ts'
+export { placeOf, presetOf } from './plugin/session-place.ts'
 export { StableMemError, type StableMemErrorCode } from './errors.ts'
 export { recallBlocks } from './recall/recall.ts'
 export { recallBlocksHybrid, type FusionMethod, type HybridOptions } from './recall/hybrid.ts'
@@ -71,6 +77,6 @@ export { BlockStore, type StoreOptions } from './store/store.ts'
 export type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './store/types.ts'
 export type { ForgetFilter, ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 export type { DuplicatePolicy } from './store/duplicates.ts'
-export { StableMem, type RecallCallOptions, type ServiceStats, type VectorStats } from './service.ts'
+export { StableMem, type RecallCallOptions, type ServiceCommitInput, type ServiceRecallOptions, type ServiceStats, type VectorStats } from './service.ts'
 export { gateHits, type GateOptions } from './recall/gate.ts'
 export * from './kernel/stages/index.ts'

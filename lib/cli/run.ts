@@ -13,9 +13,10 @@ import { println, UsageError, type CliIo, type Command } from './command.ts'
 /** The subcommands, in help order. A new command is one module under `commands/` and one row here. */
 export const COMMANDS: Record<string, { summary: string, load: () => Promise<{ command: Command }> }> = {
   stats: { summary: 'blocks, edges, file size, schema version, last write', load: () => import('./commands/stats.ts') },
-  commit: { summary: 'save a note: commit <text> [--source s] [--scene s]', load: () => import('./commands/commit.ts') },
+  commit: { summary: 'save a note: commit <text> [--source s] [--scene s] [--scope s] [--workspace dir]', load: () => import('./commands/commit.ts') },
   get: { summary: 'show one block: get <id>', load: () => import('./commands/get.ts') },
-  recall: { summary: 'the recall the plugin injects: recall <query> [--k 5] [--json]', load: () => import('./commands/recall.ts') },
+  recall: { summary: 'the recall the plugin injects: recall <query> [--k 5] [--workspace dir | --all] [--json]', load: () => import('./commands/recall.ts') },
+  scope: { summary: 'show or move notes\' scopes: scope set|add|remove <id>… global | workspace <dir>', load: () => import('./commands/scope.ts') },
   export: { summary: 'write the store out: export [--format jsonl|md] [--out file]', load: () => import('./commands/export.ts') },
   import: { summary: 'restore a JSON Lines export: import <file.jsonl>', load: () => import('./commands/import.ts') },
   doctor: { summary: 'check Node, node:sqlite, FTS5 and the store file', load: () => import('./commands/doctor.ts') },

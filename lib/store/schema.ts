@@ -84,6 +84,18 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX blocks_unkeyed ON blocks(id) WHERE near_key IS NULL;
   CREATE INDEX vectors_block ON vectors(block_id);
   `,
+  // v5: scopes. A block belongs to one or more scopes ('global', 'workspace:<dir>', 'preset:<id>',
+  // see lib/store/scopes.ts); scope is membership, never part of the content id. Every block that
+  // exists when the file is upgraded becomes global, so recall is unchanged until notes are moved.
+  `
+  CREATE TABLE memberships (
+    block_rowid INTEGER NOT NULL REFERENCES blocks(rowid) ON DELETE CASCADE,
+    scope       TEXT    NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (block_rowid, scope)
+  ) WITHOUT ROWID;
+  INSERT INTO memberships (block_rowid, scope, created_at) SELECT rowid, 'global', created_at FROM blocks;
+  `,
 ]
 
 /** The schema version this code writes and reads. */
