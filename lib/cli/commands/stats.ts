@@ -1,6 +1,7 @@
 /** `stablemem stats`: what is in the store file, for a quick look or a script (`--json`). */
 import { println, type Command } from '../command.ts'
 import { describeScope } from '../../store/scope-key.ts'
+import { escapeForDisplay as show, jsonForDisplay } from '../../text/terminal.ts'
 import { openExisting, withStore } from '../open-store.ts'
 
 /** The stats command. */
@@ -19,7 +20,7 @@ export const command: Command = {
     const byScope = values['by-scope'] === true
     const stats = await withStore(openExisting(db, dbGiven), (store) => byScope ? { ...store.stats(), byScope: store.scopes.counts() } : store.stats())
     if (values.json === true) {
-      println(io.stdout, JSON.stringify(stats))
+      println(io.stdout, jsonForDisplay(stats))
       return 0
     }
     println(io.stdout, `store:          ${stats.path}`)
@@ -30,7 +31,7 @@ export const command: Command = {
     println(io.stdout, `last write:     ${stats.lastWriteAt === null ? 'never' : new Date(stats.lastWriteAt).toISOString()}`)
     if ('byScope' in stats) {
       println(io.stdout, 'notes by scope:')
-      for (const { scope, notes } of stats.byScope) println(io.stdout, `  ${String(notes).padStart(8)}  ${describeScope(scope)}`)
+      for (const { scope, notes } of stats.byScope) println(io.stdout, `  ${String(notes).padStart(8)}  ${show(describeScope(scope))}`)
     }
     return 0
   },
