@@ -3,6 +3,15 @@ import { join } from 'node:path'
 import Schema from '@deepseek-ai/schemastery'
 import type { SecretsPolicy } from './secrets.ts'
 
+/**
+ * Who gives an agent its memory surface (the tools, the context line, the per-turn recall):
+ * - `auto`: the host row, for every agent not on a preset whose kernel row claimed it; the kernel
+ *   row for the agents that joined its preset.
+ * - `global`: the host row, for every agent; kernel rows stand down.
+ * - `service`: kernel rows only; the host row owns the store and `ctx.stablemem`, nothing more.
+ */
+export type SurfaceMode = 'auto' | 'global' | 'service'
+
 /** The plugin's configuration, as written under `config:` in a dsh composition. */
 export interface Config {
   path: string
@@ -15,6 +24,7 @@ export interface Config {
   toolName: string
   secrets: SecretsPolicy
   embed: EmbedConfig
+  surface: SurfaceMode
 }
 
 /** Optional embedding endpoint (`embed:`); off while `baseUrl` is empty. */
@@ -82,6 +92,9 @@ export const Config: Schema<Config> = Schema.object({
       '`redact` stores the note with them masked, `refuse` rejects the note with an error, `allow` stores them as written. ' +
       'Recalled notes are masked again before they reach the prompt, whatever this says.'),
   embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
+  surface: Schema.union(['auto', 'global', 'service'] as const).default('auto')
+    .description('Which row gives agents the tool, context line and recall: `auto` this row for every agent except those on a preset with the `dsh-stablemem/kernel` row (that row serves them), ' +
+      '`global` this row for every agent (kernel rows stand down), `service` only kernel rows (this row keeps the store and `ctx.stablemem`).'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */

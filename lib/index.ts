@@ -3,9 +3,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type {} from '@deepseek-ai/dsh-system-prompt'
 import type {} from '@deepseek-ai/dsh-tools'
 import { Config, defaultStorePath } from './config.ts'
-import { commitTool } from './plugin/commit-tool.ts'
-import { contextLine, contextName } from './plugin/context-line.ts'
-import { registerPreStep } from './plugin/pre-step.ts'
+import { attachHostSurface, registerSurface } from './plugin/surface.ts'
 import { StableMem } from './service.ts'
 
 /** The plugin's name; also the `source.plugin` of every message it injects. */
@@ -15,8 +13,9 @@ export const name = 'dsh-stablemem'
 export const inject = ['tools', 'systemPrompt']
 
 /**
- * Mounts the memory: the `ctx.stablemem` service over the store file, the commit tool, the
- * runtime-context line, and the per-turn recall injection.
+ * The host row: mounts the memory, the `ctx.stablemem` service over the store file, and (by
+ * `surface`) the commit tool, the runtime-context line and the per-turn recall injection for the
+ * agents no `dsh-stablemem/kernel` preset row serves.
  *
  * The service name is isolated below each instance, so an instance's tool, context line and recall
  * always reach its own store even when two instances are mounted side by side (without that, the
@@ -29,9 +28,8 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   const own = ctx.isolate('stablemem')
   own.plugin(StableMem, { ...config, resolvedPath })
   await own.inject(['stablemem'], (inner) => {
-    inner.tools.register(commitTool(inner, config.toolName))
-    inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
-    registerPreStep(inner, config, name)
+    const surface = attachHostSurface(inner.stablemem, config.surface, config, resolvedPath)
+    if (config.surface !== 'service') registerSurface(inner, config, resolvedPath, name, (scope) => surface.hostServes(scope))
     if (!publish(ctx, inner.stablemem)) {
       inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)
       // When the publishing instance goes away, the next one still mounted takes its place, so
@@ -52,7 +50,7 @@ function publish(ctx: Context, service: StableMem): boolean {
   return true
 }
 
-export { Config, EmbedConfig, defaultStorePath, resolveConfig } from './config.ts'
+export { Config, EmbedConfig, defaultStorePath, resolveConfig, type SurfaceMode } from './config.ts'
 export { StableMemError, type StableMemErrorCode } from './errors.ts'
 export { recallBlocks } from './recall/recall.ts'
 export { recallBlocksHybrid, type FusionMethod, type HybridOptions } from './recall/hybrid.ts'

@@ -1,5 +1,5 @@
 import type { Context } from '@deepseek-ai/cordis'
-import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
+import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import type { Config } from '../config.ts'
 import { queryFromBatch } from './query-source.ts'
@@ -14,14 +14,15 @@ import { renderAbstention, renderRecall } from './render.ts'
  * the specific strings a question asks about (never after a statement, never on an empty store).
  * Tool continuations (step > 1) inject nothing, because injected messages
  * are durable and re-sent with every later request. A failing recall is logged and counted; the
- * turn goes on without notes.
+ * turn goes on without notes. `serves` says which agents this registration recalls for (the host
+ * row skips agents a kernel row serves, so no agent gets two recalls).
  */
-export function registerPreStep(ctx: Context, config: Config, pluginName: string): void {
+export function registerPreStep(ctx: Context, config: Config, pluginName: string, serves: (agent: Agent) => boolean = () => true): void {
   const allow = new Set(config.querySources)
   const logger = ctx.logger('stablemem')
   ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
     const decision = await next()
-    if (decision.kind !== 'enter' || payload.step !== 1 || !config.inject) return decision
+    if (decision.kind !== 'enter' || payload.step !== 1 || !config.inject || !serves(payload.agent)) return decision
     const query = queryFromBatch(decision.messages, allow, pluginName)
     if (query === '') return decision
     const service = ctx.stablemem
