@@ -19,6 +19,7 @@ export const COMMANDS: Record<string, { summary: string, load: () => Promise<{ c
   import: { summary: 'restore a JSON Lines export: import <file.jsonl>', load: () => import('./commands/import.ts') },
   doctor: { summary: 'check Node, node:sqlite, FTS5 and the store file', load: () => import('./commands/doctor.ts') },
   embed: { summary: 'compute missing vectors: embed --backfill --url <base-url> --model <name>', load: () => import('./commands/embed.ts') },
+  'install-dsh': { summary: 'install dsh at the tested versions (with Node 24 and pnpm): install-dsh <prefix>', load: () => import('./commands/install-dsh.ts') },
   preset: { summary: 'the stablemem agent preset for dsh web: preset install|list|diff|uninstall [--home <dsh home>]', load: () => import('./commands/preset.ts') },
 }
 
