@@ -10,7 +10,8 @@
  * exactly the package name `dsh-stablemem` (the package spec of `npx -p …` and
  * `dsh plugin … add …`) is replaced by the path of this package packed with `npm pack`. Nothing
  * else is changed. The npm cache is the one this machine already has (npm_config_cache), so the
- * pinned dsh packages come from it; the run removes its own npx entry afterwards.
+ * pinned dsh packages come from it, and the machine's certificate and proxy variables are passed
+ * through; the run removes its own npx entry afterwards.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs'
@@ -69,6 +70,8 @@ t.test('the README install section, run literally: session 1 saves a fact, sessi
     DEEPSEEK_BASE_URL: server.baseURL,
     npm_config_cache: npmCache,
     npm_config_update_notifier: 'false',
+    // How this machine reaches the registry (certificates, proxies) is the machine's, not the README's.
+    ...Object.fromEntries(Object.entries(process.env).filter(([key]) => /^(NODE_EXTRA_CA_CERTS|SSL_CERT_(FILE|DIR)|https?_proxy|no_proxy|npm_config_(cafile|registry|proxy|https_proxy))$/i.test(key))),
   }
 
   const literal = (lines: string[]) => ['set -eu', ...lines.map((line) => substituteWord(line, 'dsh-stablemem', tarball))].join('\n')

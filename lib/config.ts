@@ -1,5 +1,3 @@
-import { homedir } from 'node:os'
-import { join } from 'node:path'
 import Schema from '@deepseek-ai/schemastery'
 import type { SecretsPolicy } from './secrets.ts'
 
@@ -102,8 +100,4 @@ export function resolveConfig(partial: Partial<Config> = {}): Config {
   return Config(partial as Config)
 }
 
-/** The store file used when `path` is empty: under the dsh home, beside dsh's own sessions and settings. */
-export function defaultStorePath(env: NodeJS.ProcessEnv = process.env): string {
-  const home = env.DSH_HOME && env.DSH_HOME.trim() !== '' ? env.DSH_HOME : join(homedir(), '.dsh')
-  return join(home, 'stablemem', 'memory.db')
-}
+export { defaultStorePath } from './dsh-home.ts'

@@ -5,7 +5,7 @@
  * is missing (doctor's job is to say so).
  */
 import { parseArgs } from 'node:util'
-import { defaultStorePath } from '../config.ts'
+import { defaultStorePath } from '../dsh-home.ts'
 import { StableMemError } from '../errors.ts'
 import { println, UsageError, type CliIo, type Command } from './command.ts'
 

@@ -2,8 +2,8 @@
  * `stablemem preset install|list|diff|uninstall`: the `stablemem` agent preset in a dsh home's
  * user root, where dsh web's new-session picker finds it (dsh has no preset command of its own).
  */
-import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { dshHome } from '../../dsh-home.ts'
 import { readFileSync } from 'node:fs'
 import { PRESET_ID } from '../../kernel/preset.ts'
 import { println, UsageError, type Command, type CliIo } from '../command.ts'
@@ -15,13 +15,10 @@ import {
 const ACTIONS = ['install', 'list', 'diff', 'uninstall'] as const
 
 /** The dsh home: `--home`, else `$DSH_HOME`, else `~/.dsh` (what dsh itself uses). */
-function dshHome(value: string | boolean | undefined, io: CliIo): string {
-  if (typeof value === 'string') {
-    if (value.trim() === '') throw new UsageError('--home needs a path')
-    return resolve(value)
-  }
-  const env = io.env.DSH_HOME
-  return env !== undefined && env.trim() !== '' ? resolve(env) : join(homedir(), '.dsh')
+function homeOption(value: string | boolean | undefined, io: CliIo): string {
+  if (typeof value !== 'string') return resolve(dshHome(io.env))
+  if (value.trim() === '') throw new UsageError('--home needs a path')
+  return resolve(value)
 }
 
 /** The preset command. */
@@ -47,7 +44,7 @@ export const command: Command = {
   async run({ args, values, io }) {
     const action = args[0] as typeof ACTIONS[number]
     if (!ACTIONS.includes(action)) throw new UsageError(`unknown action "${args[0]}" (one of ${ACTIONS.join(', ')})`)
-    const home = dshHome(values.home, io)
+    const home = homeOption(values.home, io)
     const force = values.force === true
     try {
       checkHome(home)
