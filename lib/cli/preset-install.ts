@@ -276,3 +276,28 @@ export function lineDiff(before: string, after: string): string[] {
   })
   return out
 }
+
+/**
+ * The profiles of a dsh home that list this package as a bundle. The preset's kernel row needs
+ * the host row in the profile that runs dsh web; without it sessions on the preset cannot start.
+ */
+export function profilesWithHostRow(home: string): string[] {
+  const profiles = join(home, 'profiles')
+  let names: string[]
+  try {
+    names = readdirSync(profiles)
+  } catch {
+    return []
+  }
+  const { name } = packageIdentity()
+  return names.filter((profile) => {
+    try {
+      const manifest = JSON.parse(readFileSync(join(profiles, profile, 'package.json'), 'utf8')) as { dsh?: { profile?: { bundles?: unknown } } }
+      const bundles = manifest.dsh?.profile?.bundles
+      return Array.isArray(bundles) && bundles.includes(name)
+    } catch {
+      return false
+    }
+  })
+}
+

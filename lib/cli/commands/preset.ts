@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs'
 import { PRESET_ID } from '../../kernel/preset.ts'
 import { println, UsageError, type Command, type CliIo } from '../command.ts'
 import {
-  HomeNotDirectoryError, checkHome, dshDiscovery, inspectPreset, installPreset, lineDiff, presetFromDsh, presetRoot, shippedPreset, uninstallPreset,
+  HomeNotDirectoryError, checkHome, dshDiscovery, inspectPreset, installPreset, lineDiff, presetFromDsh, presetRoot, profilesWithHostRow, shippedPreset, uninstallPreset,
   type PresetSource,
 } from '../preset-install.ts'
 
@@ -66,6 +66,9 @@ export const command: Command = {
           ? `preset ${PRESET_ID} is up to date in ${dir}`
           : `preset ${PRESET_ID} ${outcome} in ${dir} (base: ${src.base}); pick it in dsh web's new-session preset picker`)
         if (discovery === undefined) println(io.stderr, `note: no dsh installation found in ${home}, so dsh's preset discovery did not check the copy`)
+        if (profilesWithHostRow(home).length === 0) {
+          println(io.stderr, `note: no dsh profile in ${home} has dsh-stablemem as a bundle yet; run \`dsh plugin --profile web add dsh-stablemem\`, or sessions on the preset cannot start`)
+        }
         return 0
       }
       case 'list': {
