@@ -76,6 +76,10 @@ export async function presetHarness(options: PresetHarnessOptions, script: Strea
   const ctx = new Context()
   ctx.baseUrl = pathToFileURL(base).href + '/'
   await ctx.plugin(Loader)
+  // A preset resolves its rows' bare names from the host's base through Node's own module loader,
+  // which the Cordis loader reaches with `--expose-internals` (set for every test in package.json;
+  // a dsh installation reaches it through a native add-on instead).
+  if (ctx.loader.internal === undefined) throw new Error('the preset harness needs node --expose-internals (tap sets it from package.json)')
   ctx.loader.builtins.include = Include
   ctx.loader.builtins.group = Group
   await ctx.plugin(LlmRuntime)
