@@ -1,5 +1,6 @@
 import Schema from '@deepseek-ai/schemastery'
 import type { SecretsPolicy } from './secrets.ts'
+import type { DuplicatePolicy } from './store/duplicates.ts'
 
 /**
  * Who gives an agent its memory surface (the tools, the context line, the per-turn recall):
@@ -21,9 +22,33 @@ export interface Config {
   maxBlockChars: number
   toolName: string
   secrets: SecretsPolicy
+  duplicates: DuplicatePolicy
+  forgetTool: ForgetToolConfig
   embed: EmbedConfig
+  maxStepsPerTurn: number
+  stopWhenAllDenied: boolean
   surface: SurfaceMode
 }
+
+/** The optional model-facing forget tool (`forgetTool:`); off unless `enabled`. */
+export interface ForgetToolConfig {
+  enabled: boolean
+  name: string
+  maxPerTurn: number
+}
+
+/**
+ * Schema of `forgetTool:`. Off by default: a note planted by a prompt injection must not be able
+ * to make the model wipe memory, so deleting is a user's command unless a user turns this on.
+ */
+export const ForgetToolConfig: Schema<ForgetToolConfig> = Schema.object({
+  enabled: Schema.boolean().default(false)
+    .description('Offer the model a tool that forgets notes by id (off by default: a stored prompt injection must not be able to wipe memory). Every deletion is logged with its session and turn.'),
+  name: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('stablemem_forget')
+    .description('Name of the forget tool the model sees.'),
+  maxPerTurn: Schema.natural().min(1).max(100).default(3)
+    .description('Most notes the forget tool may delete in one turn; further calls in that turn are refused.'),
+})
 
 /** Optional embedding endpoint (`embed:`); off while `baseUrl` is empty. */
 export interface EmbedConfig {
@@ -89,7 +114,15 @@ export const Config: Schema<Config> = Schema.object({
     .description('Credentials in a note (API keys, tokens, private keys, passwords in URLs or `password=`): ' +
       '`redact` stores the note with them masked, `refuse` rejects the note with an error, `allow` stores them as written. ' +
       'Recalled notes are masked again before they reach the prompt, whatever this says.'),
+  duplicates: Schema.union(['keep', 'link', 'skip'] as const).default('link')
+    .description('A new note that is the same as a current one after normalising punctuation, spacing, full-width forms and case (never when a number or word differs): ' +
+      '`link` stores it with a `duplicates` edge to the existing note, `keep` stores it without one, `skip` stores nothing. Commit reports `duplicateOf` in every case.'),
+  forgetTool: ForgetToolConfig.description('Optional model tool that forgets notes by id. Off by default.'),
   embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
+  maxStepsPerTurn: Schema.natural().max(10_000).default(0)
+    .description('Loop exit: end a turn (`blocked`) before its step N+1, so a model that keeps calling tools stops at N model calls. A step that claimed human input (steering) still runs. 0: no limit (dsh has none).'),
+  stopWhenAllDenied: Schema.boolean().default(false)
+    .description('Loop exit: end a turn (`blocked`) after a step whose every tool call was denied, unless the next step claimed new input (which is never dropped).'),
   surface: Schema.union(['auto', 'global', 'service'] as const).default('auto')
     .description('Which row gives agents the tool, context line and recall: `auto` this row for every agent except those on a preset with the `dsh-stablemem/kernel` row (that row serves them), ' +
       '`global` this row for every agent (kernel rows stand down), `service` only kernel rows (this row keeps the store and `ctx.stablemem`).'),

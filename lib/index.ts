@@ -3,6 +3,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type {} from '@deepseek-ai/dsh-system-prompt'
 import type {} from '@deepseek-ai/dsh-tools'
 import { Config, defaultStorePath } from './config.ts'
+import { registerStatistics } from './plugin/statistics.ts'
 import { attachHostSurface, registerSurface } from './plugin/surface.ts'
 import { StableMem } from './service.ts'
 
@@ -30,6 +31,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   await own.inject(['stablemem'], (inner) => {
     const surface = attachHostSurface(inner.stablemem, config.surface, config, resolvedPath)
     if (config.surface !== 'service') registerSurface(inner, config, resolvedPath, name, (scope) => surface.hostServes(scope))
+    registerStatistics(inner)
     if (!publish(ctx, inner.stablemem)) {
       inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)
       // When the publishing instance goes away, the next one still mounted takes its place, so
@@ -63,4 +65,7 @@ export { backfillVectors, type BackfillOptions, type BackfillProgress } from './
 export { blockId } from './store/block-id.ts'
 export { BlockStore, type StoreOptions } from './store/store.ts'
 export type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './store/types.ts'
+export type { ForgetFilter, ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
+export type { DuplicatePolicy } from './store/duplicates.ts'
 export { StableMem, type ServiceStats, type VectorStats } from './service.ts'
+export * from './kernel/stages/index.ts'

@@ -3,10 +3,15 @@ import type { Config } from './config.ts'
 import { StableMemError } from './errors.ts'
 import { embedderFromConfig } from './embed/from-config.ts'
 import type { HttpEmbedder } from './embed/http.ts'
+import { StagesApi, type Stages } from './kernel/stages/api.ts'
+import { bindStages } from './kernel/stages/bind.ts'
+import { StageHost } from './kernel/stages/host.ts'
+import type { StageStats } from './kernel/stages/types.ts'
 import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
 import { isAbstention } from './recall/abstain.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
 import { DEGRADED_REASONS, type DegradedReason, type HybridHits } from './recall/types.ts'
+import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
@@ -32,6 +37,10 @@ export interface ServiceStats extends Partial<StoreStats> {
   recallDegraded: Record<DegradedReason, number>
   /** The embedder and the background vector writer; absent while `embed.baseUrl` is empty. */
   vectors?: VectorStats
+  /** Finished turns by how they ended (`completed`, `blocked`, …), counted at after_output. */
+  turns: Record<string, number>
+  /** The stage API's handlers, calls, handler errors and loop exits. */
+  stages: StageStats
 }
 
 /** The vector side of `stats()`. */
@@ -70,6 +79,13 @@ export class StableMem extends Service {
   private readonly embedder: HttpEmbedder | null = null
   private readonly embedderError: string | undefined
   private vectorizer: BlockVectorizer | undefined
+  private readonly stageHost: StageHost
+  /**
+   * HologramAgent's turn stages over dsh hooks (docs/stages.md). A handler registered through a
+   * plugin's `ctx.stablemem.stages.on` is removed when that plugin unloads.
+   */
+  readonly stages: Stages
+  private readonly turnCounts: Record<string, number> = {}
 
   constructor(ctx: Context, config: Config & { resolvedPath: string }) {
     super(ctx, 'stablemem')
@@ -82,12 +98,15 @@ export class StableMem extends Service {
       ctx.logger('stablemem').warn('vectors disabled: %s', this.embedderError)
     }
     ctx.effect(() => () => this.close(), 'stablemem.close')
+    this.stageHost = new StageHost(ctx.logger('stablemem'))
+    const binding = bindStages(ctx, this.stageHost, { maxStepsPerTurn: config.maxStepsPerTurn, stopWhenAllDenied: config.stopWhenAllDenied })
+    this.stages = new StagesApi(ctx, this.stageHost, () => binding.idle())
   }
 
   /** Opens the store; a failure is recorded and logged, not thrown, so the agent keeps running. */
   async [Service.init](): Promise<void> {
     try {
-      this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets })
+      this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets, duplicates: this.config.duplicates })
       if (this.embedder) {
         const logger = this.ctx.logger('stablemem')
         this.vectorizer = new BlockVectorizer(this.store, this.embedder, {
@@ -164,6 +183,22 @@ export class StableMem extends Service {
     return `Vector recall is degraded (${counts}); notes are recalled by words only.`
   }
 
+  /**
+   * Deletes notes for good: one id, a list of ids, or a filter (`{scene}`, `{source}`, `{before}`,
+   * `{all: true}`; an empty filter is refused). Their index entries, vectors and edges go in the
+   * same transaction and no byte of them stays in the file (docs/reliability.md). Returns what was
+   * deleted; ids that are not stored are listed in `unknown`, not thrown. A note the forgotten
+   * one had superseded becomes current again unless `restoreSuperseded: false`.
+   */
+  async forget(target: ForgetTarget, options: ForgetOptions = {}): Promise<ForgetResult> {
+    return this.use((store) => store.forget(target, { origin: 'service', ...options }))
+  }
+
+  /** Rewrites the store file without free space (what `stablemem vacuum` does). */
+  async vacuum(): Promise<VacuumResult> {
+    return this.use((store) => store.vacuum())
+  }
+
   /** The stored block with this id, or undefined. */
   async get(id: string): Promise<Block | undefined> {
     return this.use((store) => store.get(id))
@@ -181,6 +216,8 @@ export class StableMem extends Service {
       injections: this.injectionCount,
       hybridRecalls: this.hybridCount,
       recallDegraded: { ...this.degradedCounts },
+      turns: { ...this.turnCounts },
+      stages: this.stageHost.stats(),
       ...(this.embedder || this.embedderError ? { vectors: this.vectorStats() } : {}),
     }
     if (!this.store || this.store.isClosed) {
@@ -219,6 +256,11 @@ export class StableMem extends Service {
   /** Counts one injected recall message (called by the pre-step listener). */
   noteInjection(): void {
     this.injectionCount++
+  }
+
+  /** Counts one finished turn by how it ended (called by the statistics handler at after_output). */
+  noteTurn(reason: string): void {
+    this.turnCounts[reason] = (this.turnCounts[reason] ?? 0) + 1
   }
 
   private use<T>(fn: (store: BlockStore) => T): T {

@@ -8,7 +8,7 @@
  */
 import type { Context } from '@deepseek-ai/cordis'
 import Schema from '@deepseek-ai/schemastery'
-import { scopeOf } from '@deepseek-ai/dsh-scope'
+import { scopeChainOf, scopeOf } from '@deepseek-ai/dsh-scope'
 import type {} from '@deepseek-ai/dsh-system-prompt'
 import type {} from '@deepseek-ai/dsh-tools'
 import { hostSurfaceOf, registerSurface } from '../plugin/surface.ts'
@@ -48,5 +48,7 @@ export function apply(ctx: Context, _config: Config): void {
     return
   }
   ctx.effect(() => host.claim(scope), 'stablemem.kernel-claim')
-  registerSurface(ctx, host.config, host.storePath, RECALL_SOURCE, () => true)
+  // Tools and the context line are registered in the preset's scope; the recall is a handler of
+  // the host's stage API, which sees every agent, so it is scoped to the agents on this preset.
+  registerSurface(ctx, host.config, host.storePath, RECALL_SOURCE, (agentScope) => scopeChainOf(agentScope).includes(scope))
 }

@@ -2,6 +2,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { ToolDefinition } from '@deepseek-ai/dsh-tools'
 import type { Config } from '../config.ts'
 import { commitTool } from './commit-tool.ts'
+import { forgetTool } from './forget-tool.ts'
 
 /**
  * Every tool the model sees, in one list. The host row registers them for agents outside the
@@ -10,5 +11,7 @@ import { commitTool } from './commit-tool.ts'
  * here reaches both planes and never shows up twice.
  */
 export function modelTools(ctx: Context, config: Config): ToolDefinition[] {
-  return [commitTool(ctx, config.toolName)]
+  const tools = [commitTool(ctx, config.toolName)]
+  if (config.forgetTool.enabled) tools.push(forgetTool(ctx, config.forgetTool))
+  return tools
 }

@@ -65,5 +65,6 @@ export function registerSurface(ctx: Context, config: Config, storePath: string,
     order: 500,
     text: (assembly) => serves(assembly.scope) ? contextLine(ctx.stablemem, config.toolName) : '',
   })
+  // The recall runs as a stage handler of the host's stage API, which sees every agent: `serves` scopes it.
   registerPreStep(ctx, config, pluginName, (agent) => serves(agent))
 }
