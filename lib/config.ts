@@ -1,4 +1,6 @@
 import Schema from '@deepseek-ai/schemastery'
+import { MAX_VECTOR_DIMS } from './embed/types.ts'
+import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE } from './recall/gate.ts'
 import type { SecretsPolicy } from './secrets.ts'
 import type { DuplicatePolicy } from './store/duplicates.ts'
 
@@ -19,6 +21,8 @@ export interface Config {
   querySources: string[]
   injectBudgetChars: number
   minScore: number
+  minRelevance: number
+  relevanceFalloff: number
   maxBlockChars: number
   toolName: string
   secrets: SecretsPolicy
@@ -74,7 +78,7 @@ export const EmbedConfig: Schema<EmbedConfig> = Schema.object({
     .description('API key of the endpoint. Prefer `apiKeyEnv` so the key stays out of config files.'),
   apiKeyEnv: Schema.string().pattern(/^[A-Za-z_][A-Za-z0-9_]*$|^$/).default('')
     .description('Name of the environment variable holding the API key, read when the plugin starts (used when `apiKey` is empty).'),
-  dims: Schema.natural().max(65_536).default(0)
+  dims: Schema.natural().max(MAX_VECTOR_DIMS).default(0)
     .description('Expected vector length; an answer of another length is rejected. 0: taken from the first answer.'),
   languages: Schema.array(Schema.string().pattern(/^[a-z]{2,3}$/)).default(['en'])
     .description('Languages the model handles well (`en`, `zh`, …). Vectors take part in recall only for queries and notes in these languages; others get the lexical result.'),
@@ -105,7 +109,11 @@ export const Config: Schema<Config> = Schema.object({
   injectBudgetChars: Schema.natural().min(500).max(50_000).default(2_000)
     .description('Upper bound on the characters of the injected recall message, header included (at least 500, so one note fits beside the header).'),
   minScore: Schema.number().min(0).max(1).default(0)
-    .description('Non-exact hits scoring below this are not injected (exact-symbol hits always are).'),
+    .description('Non-exact hits scoring below this are not injected (exact-symbol hits always are). The score is relative to the best candidate, so this cannot say "nothing is relevant": use `minRelevance`.'),
+  minRelevance: Schema.number().min(0).max(1).default(DEFAULT_MIN_RELEVANCE)
+    .description('The relevance gate: a non-exact note is injected only when it holds at least this share of what is specific in the message (its rare words, CJK bigrams, names and numbers, weighted by rarity). When no note passes, nothing is injected. 0 turns the gate off.'),
+  relevanceFalloff: Schema.number().min(0).max(1).default(DEFAULT_FALLOFF)
+    .description('Adaptive count: a note whose relevance is below this share of the most relevant injected note\'s is left out, so fewer than `topK` notes are injected when relevance falls off sharply. 0 keeps up to `topK`.'),
   maxBlockChars: Schema.natural().min(16).max(1_000_000).default(32_768)
     .description('Longest note accepted by commit, in characters; longer text is refused with an error.'),
   toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('stablemem_commit')
