@@ -1,11 +1,18 @@
-import { homedir } from 'node:os'
-import { join } from 'node:path'
 import Schema from '@deepseek-ai/schemastery'
 import { MAX_VECTOR_DIMS } from './embed/types.ts'
 import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE } from './recall/gate.ts'
 import type { ScopeName } from './store/scope-key.ts'
 import type { SecretsPolicy } from './secrets.ts'
 import type { DuplicatePolicy } from './store/duplicates.ts'
+
+/**
+ * Who gives an agent its memory surface (the tools, the context line, the per-turn recall):
+ * - `auto`: the host row, for every agent not on a preset whose kernel row claimed it; the kernel
+ *   row for the agents that joined its preset.
+ * - `global`: the host row, for every agent; kernel rows stand down.
+ * - `service`: kernel rows only; the host row owns the store and `ctx.stablemem`, nothing more.
+ */
+export type SurfaceMode = 'auto' | 'global' | 'service'
 
 /** The plugin's configuration, as written under `config:` in a dsh composition. */
 export interface Config {
@@ -26,6 +33,7 @@ export interface Config {
   scopes: ScopesConfig
   maxStepsPerTurn: number
   stopWhenAllDenied: boolean
+  surface: SurfaceMode
 }
 
 /** The optional model-facing forget tool (`forgetTool:`); off unless `enabled`. */
@@ -143,6 +151,9 @@ export const Config: Schema<Config> = Schema.object({
     .description('Loop exit: end a turn (`blocked`) before its step N+1, so a model that keeps calling tools stops at N model calls. A step that claimed human input (steering) still runs. 0: no limit (dsh has none).'),
   stopWhenAllDenied: Schema.boolean().default(false)
     .description('Loop exit: end a turn (`blocked`) after a step whose every tool call was denied, unless the next step claimed new input (which is never dropped).'),
+  surface: Schema.union(['auto', 'global', 'service'] as const).default('auto')
+    .description('Which row gives agents the tool, context line and recall: `auto` this row for every agent except those on a preset with the `dsh-stablemem/kernel` row (that row serves them), ' +
+      '`global` this row for every agent (kernel rows stand down), `service` only kernel rows (this row keeps the store and `ctx.stablemem`).'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */
@@ -150,8 +161,4 @@ export function resolveConfig(partial: Partial<Config> = {}): Config {
   return Config(partial as Config)
 }
 
-/** The store file used when `path` is empty: under the dsh home, beside dsh's own sessions and settings. */
-export function defaultStorePath(env: NodeJS.ProcessEnv = process.env): string {
-  const home = env.DSH_HOME && env.DSH_HOME.trim() !== '' ? env.DSH_HOME : join(homedir(), '.dsh')
-  return join(home, 'stablemem', 'memory.db')
-}
+export { defaultStorePath } from './dsh-home.ts'

@@ -3,12 +3,9 @@ import type { Context } from '@deepseek-ai/cordis'
 import type {} from '@deepseek-ai/dsh-system-prompt'
 import type {} from '@deepseek-ai/dsh-tools'
 import { Config, defaultStorePath } from './config.ts'
-import { commitTool } from './plugin/commit-tool.ts'
-import { contextLine, contextName } from './plugin/context-line.ts'
-import { forgetTool } from './plugin/forget-tool.ts'
-import { registerPreStep } from './plugin/pre-step.ts'
 import { ScopePolicy } from './scope-policy.ts'
 import { registerStatistics } from './plugin/statistics.ts'
+import { attachHostSurface, registerSurface } from './plugin/surface.ts'
 import { StableMem } from './service.ts'
 
 /** The plugin's name; also the `source.plugin` of every message it injects. */
@@ -18,8 +15,9 @@ export const name = 'dsh-stablemem'
 export const inject = ['tools', 'systemPrompt']
 
 /**
- * Mounts the memory: the `ctx.stablemem` service over the store file, the commit tool, the
- * runtime-context line, and the per-turn recall injection.
+ * The host row: mounts the memory, the `ctx.stablemem` service over the store file, and (by
+ * `surface`) the commit tool, the runtime-context line and the per-turn recall injection for the
+ * agents no `dsh-stablemem/kernel` preset row serves.
  *
  * The service name is isolated below each instance, so an instance's tool, context line and recall
  * always reach its own store even when two instances are mounted side by side (without that, the
@@ -33,10 +31,8 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   const own = ctx.isolate('stablemem')
   own.plugin(StableMem, { ...config, resolvedPath, scopePolicy })
   await own.inject(['stablemem'], (inner) => {
-    inner.tools.register(commitTool(inner, config.toolName))
-    if (config.forgetTool.enabled) inner.tools.register(forgetTool(inner, config.forgetTool))
-    inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
-    registerPreStep(inner, config, name)
+    const surface = attachHostSurface(inner.stablemem, config.surface, config, resolvedPath)
+    if (config.surface !== 'service') registerSurface(inner, config, resolvedPath, name, (scope) => surface.hostServes(scope))
     registerStatistics(inner)
     if (!publish(ctx, inner.stablemem)) {
       inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)
@@ -58,7 +54,7 @@ function publish(ctx: Context, service: StableMem): boolean {
   return true
 }
 
-export { Config, EmbedConfig, ScopesConfig, defaultStorePath, resolveConfig } from './config.ts'
+export { Config, EmbedConfig, ScopesConfig, defaultStorePath, resolveConfig, type SurfaceMode } from './config.ts'
 export { ScopePolicy, type RecallView, type ScopeContext, type ScopeTarget } from './scope-policy.ts'
 export type { ScopeName } from './store/scope-key.ts'
 export type { ScopeCount } from './store/scopes.ts'

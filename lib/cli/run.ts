@@ -5,7 +5,7 @@
  * is missing (doctor's job is to say so).
  */
 import { parseArgs } from 'node:util'
-import { defaultStorePath } from '../config.ts'
+import { defaultStorePath } from '../dsh-home.ts'
 import { StableMemError } from '../errors.ts'
 import { escapeForDisplay } from '../text/terminal.ts'
 import { println, UsageError, type CliIo, type Command } from './command.ts'
@@ -23,6 +23,8 @@ export const COMMANDS: Record<string, { summary: string, load: () => Promise<{ c
   forget: { summary: 'delete notes for good: forget <id>… | --scene s | --source s | --before t | --all', load: () => import('./commands/forget.ts') },
   vacuum: { summary: 'rewrite the store file without free space', load: () => import('./commands/vacuum.ts') },
   embed: { summary: 'compute missing vectors: embed --backfill --url <base-url> --model <name>', load: () => import('./commands/embed.ts') },
+  'install-dsh': { summary: 'install dsh at the tested versions (with Node 24 and pnpm): install-dsh <prefix>', load: () => import('./commands/install-dsh.ts') },
+  preset: { summary: 'the stablemem agent preset for dsh web: preset install|list|diff|uninstall [--home <dsh home>]', load: () => import('./commands/preset.ts') },
 }
 
 /** Options every command accepts. */
