@@ -54,7 +54,7 @@ t.test('nothing relevant: nothing injected; a relevant question: its note, and o
 
   const cli = await runCli(['recall', RELATED, '--inject', '--json', '--db', path])
   t.equal(cli.code, 0, cli.stderr)
-  t.same((JSON.parse(cli.stdout) as Array<{ id: string }>).map((x) => x.id), wanted.map((x) => x.id), 'stablemem recall --inject shows the same notes')
+  t.same((JSON.parse(cli.stdout) as { hits: Array<{ id: string }> }).hits.map((x) => x.id), wanted.map((x) => x.id), 'stablemem recall --inject shows the same notes')
   const none = await runCli(['recall', UNRELATED, '--inject', '--db', path])
   t.equal(none.stdout, 'nothing relevant enough to inject (1 ranked below the gate)\n')
   const ranks = await runCli(['recall', UNRELATED, '--db', path])
