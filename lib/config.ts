@@ -14,8 +14,48 @@ export interface Config {
   maxBlockChars: number
   toolName: string
   secrets: SecretsPolicy
+  recallToolName: string
   embed: EmbedConfig
+  layers: LayersConfig
 }
+
+/** Compaction capture and cooling (`layers:`, docs/layers.md). */
+export interface LayersConfig {
+  capture: boolean
+  toolResultChars: number
+  coolAfterHours: number
+  coolMaxAccess: number
+  coolRetryHours: number
+  coolBatch: number
+  heartbeatMinutes: number
+  distiller: 'deterministic' | 'llm'
+  distillerProvider: string
+  distillerModel: string
+}
+
+/** Schema of `layers:`; every field has a default. */
+export const LayersConfig: Schema<LayersConfig> = Schema.object({
+  capture: Schema.boolean().default(true)
+    .description('When compaction takes messages out of the context window, keep the person\'s messages, the assistant\'s text and tool results as cold blocks (L2) that recall can bring back.'),
+  toolResultChars: Schema.natural().min(100).max(1_000_000).default(4_000)
+    .description('Longest part of one tool result kept at capture, in characters (the rest is cut before any other work).'),
+  coolAfterHours: Schema.number().min(0).max(87_600).default(72)
+    .description('A cold block idle (not recalled) for longer than this, in hours, is distilled into stable facts (L3).'),
+  coolMaxAccess: Schema.natural().max(1_000_000).default(2)
+    .description('Only cold blocks recalled at most this many times cool; more often recalled ones stay as they are.'),
+  coolRetryHours: Schema.number().min(0).max(87_600).default(24)
+    .description('A cold block that yielded no fact is tried again after this many hours (it is never deleted).'),
+  coolBatch: Schema.natural().min(1).max(10_000).default(200)
+    .description('Most blocks one cooling tick distils, so a tick stays short whatever the store size.'),
+  heartbeatMinutes: Schema.natural().max(10_080).default(60)
+    .description('Minutes between cooling ticks in the dsh process. 0: no timer (run `stablemem cool` instead).'),
+  distiller: Schema.union(['deterministic', 'llm'] as const).default('deterministic')
+    .description('`deterministic`: offline rules that keep only values found verbatim in the text. `llm`: ask the model through dsh (`distillerProvider`/`distillerModel`) for JSON fields, checked by the same rules; any failure falls back to `deterministic`.'),
+  distillerProvider: Schema.string().default('')
+    .description('dsh provider route of the `llm` distiller (e.g. `deepseek`).'),
+  distillerModel: Schema.string().default('')
+    .description('Model of the `llm` distiller.'),
+})
 
 /** Optional embedding endpoint (`embed:`); off while `baseUrl` is empty. */
 export interface EmbedConfig {
@@ -81,7 +121,10 @@ export const Config: Schema<Config> = Schema.object({
     .description('Credentials in a note (API keys, tokens, private keys, passwords in URLs or `password=`): ' +
       '`redact` stores the note with them masked, `refuse` rejects the note with an error, `allow` stores them as written. ' +
       'Recalled notes are masked again before they reach the prompt, whatever this says.'),
+  recallToolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{0,64}$/).default('')
+    .description('Name of the search tool the model sees (`query`, optional `scope`: `session` or `all`). Empty: `toolName` with `commit` replaced by `recall` (`stablemem_recall`), or `toolName` + `_recall`.'),
   embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
+  layers: LayersConfig.description('Compaction capture (L1 → L2) and cooling (L2 → L3). On by default.'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */
@@ -93,4 +136,10 @@ export function resolveConfig(partial: Partial<Config> = {}): Config {
 export function defaultStorePath(env: NodeJS.ProcessEnv = process.env): string {
   const home = env.DSH_HOME && env.DSH_HOME.trim() !== '' ? env.DSH_HOME : join(homedir(), '.dsh')
   return join(home, 'stablemem', 'memory.db')
+}
+
+/** The search tool's name: `recallToolName`, or one derived from `toolName` so two instances never collide. */
+export function recallToolNameOf(config: Pick<Config, 'toolName' | 'recallToolName'>): string {
+  if (config.recallToolName !== '') return config.recallToolName
+  return config.toolName.includes('commit') ? config.toolName.replace('commit', 'recall') : `${config.toolName}_recall`
 }

@@ -2,10 +2,12 @@ import { resolve } from 'node:path'
 import type { Context } from '@deepseek-ai/cordis'
 import type {} from '@deepseek-ai/dsh-system-prompt'
 import type {} from '@deepseek-ai/dsh-tools'
-import { Config, defaultStorePath } from './config.ts'
+import { Config, defaultStorePath, recallToolNameOf } from './config.ts'
 import { commitTool } from './plugin/commit-tool.ts'
 import { contextLine, contextName } from './plugin/context-line.ts'
 import { registerPreStep } from './plugin/pre-step.ts'
+import { recallTool } from './plugin/recall-tool.ts'
+import { registerCompactionCapture } from './kernel/layers/capture.ts'
 import { StableMem } from './service.ts'
 
 /** The plugin's name; also the `source.plugin` of every message it injects. */
@@ -30,6 +32,8 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   own.plugin(StableMem, { ...config, resolvedPath })
   await own.inject(['stablemem'], (inner) => {
     inner.tools.register(commitTool(inner, config.toolName))
+    inner.tools.register(recallTool(inner, recallToolNameOf(config)))
+    registerCompactionCapture(inner, () => inner.stablemem, config)
     inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
     registerPreStep(inner, config, name)
     if (!publish(ctx, inner.stablemem)) {

@@ -7,6 +7,7 @@ import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
 import { isAbstention } from './recall/abstain.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
 import { DEGRADED_REASONS, type DegradedReason, type HybridHits } from './recall/types.ts'
+import type { CapturePiece, CaptureResult, LayerStats, Origin } from './store/layers.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
@@ -32,6 +33,10 @@ export interface ServiceStats extends Partial<StoreStats> {
   recallDegraded: Record<DegradedReason, number>
   /** The embedder and the background vector writer; absent while `embed.baseUrl` is empty. */
   vectors?: VectorStats
+  /** Blocks per layer (docs/layers.md); absent while the store is unavailable. */
+  layers?: LayerStats
+  /** Compaction capture: regions seen, blocks written, captures that failed (logged; the turn went on). */
+  capture: { regions: number, blocks: number, failures: number }
 }
 
 /** The vector side of `stats()`. */
@@ -70,6 +75,7 @@ export class StableMem extends Service {
   private readonly embedder: HttpEmbedder | null = null
   private readonly embedderError: string | undefined
   private vectorizer: BlockVectorizer | undefined
+  private readonly captureCounts = { regions: 0, blocks: 0, failures: 0 }
 
   constructor(ctx: Context, config: Config & { resolvedPath: string }) {
     super(ctx, 'stablemem')
@@ -143,6 +149,30 @@ export class StableMem extends Service {
     return hits
   }
 
+  /**
+   * Stores the pieces of a region compaction took out of the context window as cold blocks, with
+   * their origins (`lib/store/layers.ts`): the commit path's secrets policy, ids and dedupe apply,
+   * and a region seen twice writes nothing new. The write happens before the first `await`, so a
+   * synchronous caller (the `session/event` listener) has it stored when the call returns.
+   */
+  async capture(pieces: readonly CapturePiece[]): Promise<CaptureResult> {
+    const result = this.use((store) => store.layers.capture(pieces, (piece) => `compaction:${piece.origin.role}`))
+    this.captureCounts.regions++
+    this.captureCounts.blocks += result.created
+    if (result.ids.length > 0) this.vectorizer?.enqueue(result.ids)
+    return result
+  }
+
+  /** Counts one capture that failed (called by the compaction listener). */
+  noteCaptureFailure(): void {
+    this.captureCounts.failures++
+  }
+
+  /** Where each of these blocks was captured from (its earliest origin); blocks saved as notes have none. */
+  async origins(ids: readonly string[]): Promise<Map<string, Origin>> {
+    return this.use((store) => store.layers.firstOrigins(ids))
+  }
+
   /** Counts these notes as accessed (count and time), e.g. the ones a caller showed to the model. */
   async recordAccess(ids: readonly string[]): Promise<void> {
     this.use((store) => store.recordAccess(ids))
@@ -181,13 +211,14 @@ export class StableMem extends Service {
       injections: this.injectionCount,
       hybridRecalls: this.hybridCount,
       recallDegraded: { ...this.degradedCounts },
+      capture: { ...this.captureCounts },
       ...(this.embedder || this.embedderError ? { vectors: this.vectorStats() } : {}),
     }
     if (!this.store || this.store.isClosed) {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
     }
     try {
-      return { available: true, ...this.store.stats(), ...health }
+      return { available: true, ...this.store.stats(), layers: this.store.layers.stats(), ...health }
     } catch (error) {
       const refusal = this.failed(this.store, error)
       return { available: false, error: refusal instanceof Error ? refusal.message : String(refusal), path: this.storePath, ...health }

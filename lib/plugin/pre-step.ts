@@ -5,6 +5,7 @@ import type { Config } from '../config.ts'
 import { queryFromBatch } from './query-source.ts'
 import { abstentionOf } from '../recall/abstain.ts'
 import { isQuestion } from '../text/question.ts'
+import { originLabel } from './origin.ts'
 import { renderAbstention, renderRecall } from './render.ts'
 
 /**
@@ -36,7 +37,8 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
         text = isQuestion(query) && (service.blockCount() ?? 0) > 0 ? renderAbstention(abstention) : ''
       } else {
         const shown = hits.filter((h) => h.exact || h.score >= config.minScore)
-        const rendered = renderRecall(shown, config.injectBudgetChars)
+        const origins = await service.origins(shown.map((h) => h.id))
+        const rendered = renderRecall(shown, config.injectBudgetChars, undefined, (id) => originLabel(origins.get(id), String(payload.agent.id)))
         // Only notes the model is shown count as accessed (not those cut by minScore or the budget).
         await service.recordAccess(shown.slice(0, rendered.shown).map((h) => h.id))
         text = rendered.text

@@ -7,6 +7,7 @@ import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
+import { LayerTable } from './layers.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
 import { VectorTable } from './vectors.ts'
 
@@ -63,6 +64,8 @@ export class BlockStore {
   readonly secrets: SecretsPolicy
   /** Block vectors and centroids (written by `lib/embed/`, after commit). */
   readonly vectors: VectorTable
+  /** Holder layers, provenance of captured blocks and the kernel run log (`lib/store/layers.ts`). */
+  readonly layers: LayerTable
   private readonly db: DatabaseSync
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
@@ -104,6 +107,10 @@ export class BlockStore {
     }
     this.db = db
     this.vectors = new VectorTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
+    this.layers = new LayerTable({
+      stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(),
+      commit: (input) => this.commit(input), link: (edge) => this.link(edge),
+    })
   }
 
   /** Stores one block; idempotent by content. See `commitMany`. */
@@ -352,9 +359,14 @@ export class BlockStore {
     this.db.close()
   }
 
-  /** Runs `fn` in one IMMEDIATE transaction, so concurrent writers queue instead of failing mid-way. */
+  /**
+   * Runs `fn` in one IMMEDIATE transaction, so concurrent writers queue instead of failing mid-way.
+   * Called inside another transaction, `fn` joins it (the layer table commits several notes and
+   * their provenance as one write).
+   */
   transaction<T>(fn: () => T): T {
     this.assertOpen()
+    if (this.db.isTransaction) return fn()
     this.db.exec('BEGIN IMMEDIATE')
     try {
       const result = fn()
@@ -362,6 +374,7 @@ export class BlockStore {
       return result
     } catch (error) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK')
+      this.countCache = undefined // a joined commit may have counted blocks that were rolled back
       throw error
     }
   }
