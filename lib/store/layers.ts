@@ -78,7 +78,7 @@ export interface LayerTableHost {
   stmt(key: string, sql: string): StatementSync
   transaction<T>(fn: () => T): T
   now(): number
-  commit(input: CommitInput): CommitResult
+  commitMany(inputs: readonly CommitInput[]): CommitResult[]
   link(edge: { sourceKind: string, sourceId: string, targetKind: string, targetId: string, type: string }): { created: boolean }
 }
 
@@ -110,15 +110,26 @@ export class LayerTable {
     const origin = this.host.stmt('layers.origin', `INSERT INTO block_origins (block_id, session_id, seq, event_type, role, event_time, compaction_id, captured_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
     this.host.transaction(() => {
-      for (const piece of pieces) {
-        let result: CommitResult
-        try {
-          result = this.host.commit({ text: piece.text })
-        } catch (error) {
-          if (!(error instanceof StableMemError)) throw error
-          out.refused.push({ seq: piece.origin.seq, reason: error.message })
-          continue
-        }
+      // One batch when every piece is acceptable (the usual case); piece by piece otherwise, so
+      // one refused piece (a credential under `secrets: refuse`) costs only itself.
+      let batch: Array<CommitResult | undefined>
+      try {
+        batch = this.host.commitMany(pieces.map((piece) => ({ text: piece.text })))
+      } catch (error) {
+        if (!(error instanceof StableMemError)) throw error
+        batch = pieces.map((piece) => {
+          try {
+            return this.host.commitMany([{ text: piece.text }])[0]!
+          } catch (error) {
+            if (!(error instanceof StableMemError)) throw error
+            out.refused.push({ seq: piece.origin.seq, reason: error.message })
+            return undefined
+          }
+        })
+      }
+      for (const [i, piece] of pieces.entries()) {
+        const result = batch[i]
+        if (result === undefined) continue
         if (result.created) {
           mark.run(source(piece), result.id)
           out.created++
@@ -203,7 +214,7 @@ export class LayerTable {
       for (const fact of facts) {
         let result: CommitResult
         try {
-          result = this.host.commit({ text: fact.text, source: 'distill', semanticType: 'fact' })
+          result = this.host.commitMany([{ text: fact.text, source: 'distill', semanticType: 'fact' }])[0]!
         } catch (error) {
           if (error instanceof StableMemError) continue
           throw error

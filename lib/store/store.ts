@@ -109,7 +109,7 @@ export class BlockStore {
     this.vectors = new VectorTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.layers = new LayerTable({
       stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(),
-      commit: (input) => this.commit(input), link: (edge) => this.link(edge),
+      commitMany: (inputs) => this.commitMany(inputs), link: (edge) => this.link(edge),
     })
   }
 
