@@ -8,6 +8,7 @@ import { contextLine, contextName } from './plugin/context-line.ts'
 import { registerPreStep } from './plugin/pre-step.ts'
 import { recallTool } from './plugin/recall-tool.ts'
 import { registerCompactionCapture } from './kernel/layers/capture.ts'
+import { registerHeartbeat } from './kernel/layers/heartbeat.ts'
 import { StableMem } from './service.ts'
 
 /** The plugin's name; also the `source.plugin` of every message it injects. */
@@ -34,6 +35,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     inner.tools.register(commitTool(inner, config.toolName))
     inner.tools.register(recallTool(inner, recallToolNameOf(config)))
     registerCompactionCapture(inner, () => inner.stablemem, config)
+    registerHeartbeat(inner, () => inner.stablemem, config)
     inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
     registerPreStep(inner, config, name)
     if (!publish(ctx, inner.stablemem)) {

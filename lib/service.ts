@@ -1,9 +1,13 @@
+import { randomUUID } from 'node:crypto'
 import { Service, type Context } from '@deepseek-ai/cordis'
 import type { Config } from './config.ts'
 import { StableMemError } from './errors.ts'
 import { embedderFromConfig } from './embed/from-config.ts'
 import type { HttpEmbedder } from './embed/http.ts'
 import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
+import { coolingOptions, coolTick, type CoolingReport } from './kernel/layers/cooling.ts'
+import type { Distiller } from './kernel/layers/distill.ts'
+import { llmDistiller } from './kernel/layers/llm-distiller.ts'
 import { isAbstention } from './recall/abstain.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
 import { DEGRADED_REASONS, type DegradedReason, type HybridHits } from './recall/types.ts'
@@ -76,6 +80,8 @@ export class StableMem extends Service {
   private readonly embedderError: string | undefined
   private vectorizer: BlockVectorizer | undefined
   private readonly captureCounts = { regions: 0, blocks: 0, failures: 0 }
+  /** This process's name on the cooling lease (`kernel_runs`). */
+  private readonly holder = `${process.pid}:${randomUUID().slice(0, 8)}`
 
   constructor(ctx: Context, config: Config & { resolvedPath: string }) {
     super(ctx, 'stablemem')
@@ -166,6 +172,27 @@ export class StableMem extends Service {
   /** Counts one capture that failed (called by the compaction listener). */
   noteCaptureFailure(): void {
     this.captureCounts.failures++
+  }
+
+  /**
+   * One cooling tick (L2 → L3, `lib/kernel/layers/cooling.ts`) at `now` (default: the clock),
+   * with the configured rule and distiller; `dryRun` lists what would cool and writes nothing.
+   * Another process holding the cooling lease makes it return `status: 'busy'`.
+   */
+  async cool(options: { now?: number, dryRun?: boolean } = {}): Promise<CoolingReport> {
+    const store = this.open()
+    try {
+      return await coolTick(store, options.now ?? Date.now(), { ...coolingOptions(this.config.layers), distiller: this.distiller(), dryRun: options.dryRun }, this.holder)
+    } catch (error) {
+      throw this.failed(store, error)
+    }
+  }
+
+  /** The LLM distiller when configured and dsh's LLM service is there; otherwise undefined (the deterministic one). */
+  private distiller(): Distiller | undefined {
+    const { distiller, distillerProvider, distillerModel } = this.config.layers
+    if (distiller !== 'llm' || this.ctx.get('llm', false) === undefined) return undefined
+    return llmDistiller(this.ctx, distillerProvider, distillerModel)
   }
 
   /** Where each of these blocks was captured from (its earliest origin); blocks saved as notes have none. */
