@@ -14,7 +14,7 @@ export const command: Command = {
   options: { json: { type: 'boolean' } },
   positionals: { min: 0, max: 0 },
   async run({ db, values, io }) {
-    const stats = await withStore(openExisting(db), (store) => store.stats())
+    const stats = await withStore(openExisting(db), (store) => ({ ...store.stats(), layers: store.layers.stats(), cooling: store.layers.lastRun('cooling') ?? null }))
     if (values.json === true) {
       println(io.stdout, JSON.stringify(stats))
       return 0
@@ -25,6 +25,8 @@ export const command: Command = {
     println(io.stdout, `file size:      ${formatBytes(stats.fileBytes)}`)
     println(io.stdout, `schema version: ${stats.schemaVersion}`)
     println(io.stdout, `last write:     ${stats.lastWriteAt === null ? 'never' : new Date(stats.lastWriteAt).toISOString()}`)
+    println(io.stdout, `layers:         ${stats.layers.stable} stable, ${stats.layers.cold} cold (${stats.layers.captured} captured at compaction, ${stats.layers.undistilled} waiting for another try)`)
+    println(io.stdout, `last cooling:   ${stats.cooling === null ? 'never' : `${new Date(stats.cooling.lastRunAt).toISOString()} ${stats.cooling.result}`}`)
     return 0
   },
 }
