@@ -2,7 +2,7 @@
  * `npm run bench:cooling [-- --blocks 100000] [--json]`
  *
  * The cost of one cooling tick (L2 → L3) on a large store: N blocks, a tenth of them cold turns
- * captured at compaction and idle past the rule, the rest notes. One tick (`coolBatch` = 200
+ * captured at compaction and idle past the rule, the rest notes. One tick (`coolBatch` = 100
  * blocks selected, distilled and written in one transaction) is timed on that store and, in the
  * same run, on a store of 1,000 blocks built the same way: the ratio shows whether the work per
  * tick depends on the store size (it should not: the selection reads a partial index of cold
@@ -13,6 +13,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { coolTick } from '../lib/kernel/layers/cooling.ts'
+import { distillDeterministic, factText } from '../lib/kernel/layers/distill.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { nowMs, percentile, round } from './stats.ts'
 
@@ -26,7 +27,7 @@ const { values: args } = parseArgs({
 
 const HOUR = 3_600_000
 const T0 = Date.UTC(2026, 10, 1)
-const RULE = { idleMs: 72 * HOUR, maxAccess: 2, retryMs: 24 * HOUR, batch: 200 }
+const RULE = { idleMs: 72 * HOUR, maxAccess: 2, retryMs: 24 * HOUR, batch: 100 }
 const SUBJECTS = ['billing', 'orders', 'gateway', 'redis', 'kafka', '支付', '网关', '订单', '结算', 'search']
 
 function build(path: string, n: number): void {
@@ -47,15 +48,38 @@ function build(path: string, n: number): void {
   store.close()
 }
 
-async function ticks(path: string, count: number): Promise<number[]> {
+/** Per tick: the selection alone, the distillation alone, the whole tick, and the floor (the same rows written by plain commits). */
+interface TickTimes {
+  select: number[]
+  distill: number[]
+  tick: number[]
+  floor: number[]
+}
+
+async function ticks(path: string, count: number): Promise<TickTimes> {
   const store = new BlockStore(path)
-  const out: number[] = []
+  const out: TickTimes = { select: [], distill: [], tick: [], floor: [] }
   try {
     for (let i = 0; i < count; i++) {
-      const t0 = nowMs()
-      const report = await coolTick(store, T0 + 73 * HOUR, RULE, 'bench')
-      out.push(nowMs() - t0)
+      const now = T0 + 73 * HOUR
+      let t0 = nowMs()
+      const candidates = store.layers.coldCandidates(now, RULE.idleMs, RULE.maxAccess, RULE.batch)
+      out.select.push(nowMs() - t0)
+      t0 = nowMs()
+      const facts = candidates.map((c) => distillDeterministic(c.text).map(factText))
+      out.distill.push(nowMs() - t0)
+      t0 = nowMs()
+      const report = await coolTick(store, now, RULE, 'bench')
+      out.tick.push(nowMs() - t0)
       if (report.selected === 0) throw new Error('nothing left to cool: raise --blocks')
+      // The floor: as many new blocks and edges as the tick wrote, by plain commits and links in one transaction.
+      const rows = facts.flat().map((text) => `floor ${i} ${text}`)
+      t0 = nowMs()
+      store.transaction(() => {
+        const results = store.commitMany(rows.map((text) => ({ text })))
+        for (const [k, result] of results.entries()) store.link({ sourceKind: 'block', sourceId: result.id, targetKind: 'block', targetId: candidates[k % candidates.length]!.id, type: 'floor' })
+      })
+      out.floor.push(nowMs() - t0)
     }
   } finally {
     store.close()
@@ -69,20 +93,26 @@ try {
   const count = Number(args.ticks)
   const load = loadavg()[0]!
   const t0 = nowMs()
-  build(join(dir, 'small.db'), 1_000 * Math.max(1, Math.ceil(count * 200 / 100)))
+  const smallBlocks = 1_000 * Math.max(1, Math.ceil(count * 200 / 100))
+  build(join(dir, 'small.db'), smallBlocks)
   build(join(dir, 'large.db'), n)
   const buildSeconds = (nowMs() - t0) / 1000
   const small = await ticks(join(dir, 'small.db'), count)
   const large = await ticks(join(dir, 'large.db'), count)
+  const p50 = (xs: number[]) => round(percentile(xs, 50))
   const result = {
     bench: 'cooling',
     blocks: n,
     batch: RULE.batch,
-    tick_p50_ms: round(percentile(large, 50)),
-    tick_max_ms: round(Math.max(...large)),
-    baseline_blocks: 1_000 * Math.max(1, Math.ceil(count * 200 / 100)),
-    baseline_tick_p50_ms: round(percentile(small, 50)),
-    ratio: round(percentile(large, 50) / percentile(small, 50)),
+    tick_p50_ms: p50(large.tick),
+    tick_max_ms: round(Math.max(...large.tick)),
+    select_p50_ms: p50(large.select),
+    distill_p50_ms: p50(large.distill),
+    write_floor_p50_ms: p50(large.floor),
+    ratio_to_floor: round(percentile(large.tick, 50) / percentile(large.floor, 50)),
+    baseline_blocks: smallBlocks,
+    baseline_tick_p50_ms: p50(small.tick),
+    ratio_to_small_store: round(percentile(large.tick, 50) / percentile(small.tick, 50)),
     build_seconds: round(buildSeconds, 1),
     load_1m: round(load, 2),
   }

@@ -45,7 +45,7 @@ export const LayersConfig: Schema<LayersConfig> = Schema.object({
     .description('Only cold blocks recalled at most this many times cool; more often recalled ones stay as they are.'),
   coolRetryHours: Schema.number().min(0).max(87_600).default(24)
     .description('A cold block that yielded no fact is tried again after this many hours (it is never deleted).'),
-  coolBatch: Schema.natural().min(1).max(10_000).default(200)
+  coolBatch: Schema.natural().min(1).max(10_000).default(100)
     .description('Most blocks one cooling tick distils, so a tick stays short whatever the store size.'),
   heartbeatMinutes: Schema.natural().max(10_080).default(60)
     .description('Minutes between cooling ticks in the dsh process. 0: no timer (run `stablemem cool` instead).'),

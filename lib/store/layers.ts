@@ -110,23 +110,7 @@ export class LayerTable {
     const origin = this.host.stmt('layers.origin', `INSERT INTO block_origins (block_id, session_id, seq, event_type, role, event_time, compaction_id, captured_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
     this.host.transaction(() => {
-      // One batch when every piece is acceptable (the usual case); piece by piece otherwise, so
-      // one refused piece (a credential under `secrets: refuse`) costs only itself.
-      let batch: Array<CommitResult | undefined>
-      try {
-        batch = this.host.commitMany(pieces.map((piece) => ({ text: piece.text })))
-      } catch (error) {
-        if (!(error instanceof StableMemError)) throw error
-        batch = pieces.map((piece) => {
-          try {
-            return this.host.commitMany([{ text: piece.text }])[0]!
-          } catch (error) {
-            if (!(error instanceof StableMemError)) throw error
-            out.refused.push({ seq: piece.origin.seq, reason: error.message })
-            return undefined
-          }
-        })
-      }
+      const batch = this.commitEach(pieces.map((piece) => ({ text: piece.text })), (i, reason) => out.refused.push({ seq: pieces[i]!.origin.seq, reason }))
       for (const [i, piece] of pieces.entries()) {
         const result = batch[i]
         if (result === undefined) continue
@@ -143,6 +127,29 @@ export class LayerTable {
       }
     })
     return out
+  }
+
+  /**
+   * Commits inputs through the store's commit path: one batch when every input is acceptable
+   * (the usual case), one by one otherwise, so a refused input (a credential under `secrets:
+   * refuse`) costs only itself; its result is undefined and `refused` hears why.
+   */
+  private commitEach(inputs: readonly CommitInput[], refused: (index: number, reason: string) => void = () => {}): Array<CommitResult | undefined> {
+    if (inputs.length === 0) return []
+    try {
+      return this.host.commitMany(inputs)
+    } catch (error) {
+      if (!(error instanceof StableMemError)) throw error
+    }
+    return inputs.map((input, i) => {
+      try {
+        return this.host.commitMany([input])[0]!
+      } catch (error) {
+        if (!(error instanceof StableMemError)) throw error
+        refused(i, error.message)
+        return undefined
+      }
+    })
   }
 
   /** The earliest origin of each of these blocks that has one (one statement for the whole list). */
@@ -211,14 +218,8 @@ export class LayerTable {
       if (this.layerOf(id) !== 'cold') return { id, result: 'skipped', delta: 0, facts: [] }
       let delta = 0
       const written: string[] = []
-      for (const fact of facts) {
-        let result: CommitResult
-        try {
-          result = this.host.commitMany([{ text: fact.text, source: 'distill', semanticType: 'fact' }])[0]!
-        } catch (error) {
-          if (error instanceof StableMemError) continue
-          throw error
-        }
+      for (const result of this.commitEach(facts.map((fact) => ({ text: fact.text, source: 'distill', semanticType: 'fact' })))) {
+        if (result === undefined) continue // refused by the store (e.g. a credential under `secrets: refuse`)
         if (result.id === id) continue // a fact identical to its source would be a self-loop
         if (result.created) delta++
         if (this.host.link({ sourceKind: 'block', sourceId: result.id, targetKind: 'block', targetId: id, type: DERIVED_FROM }).created) delta++
