@@ -1,0 +1,2 @@
+import { ensureDsh } from './dsh-cli.ts'
+console.log(ensureDsh((l) => console.log(l)))
