@@ -203,3 +203,18 @@ t.test('mutation: without the dispose guard a late tick runs', async (t) => {
   await beat!.tick()
   t.equal(calls, 1, 'red: it ran after dispose')
 })
+
+t.test('arbitration over L3 facts (spec §7.7): a later fact wins only where it names the old value', async (t) => {
+  const { recallBlocks } = await import('../../lib/recall/recall.ts')
+  let clock = T0
+  const store = new BlockStore(tempStorePath('arbitration'), { now: () => (clock += 1_000) })
+  t.teardown(() => store.close())
+  store.commit({ text: 'billing|服务端口=13010', source: 'distill', semanticType: 'fact' })
+  store.commit({ text: 'billing|服务端口=13011', source: 'distill', semanticType: 'fact' })
+  const both = recallBlocks(store, 'billing 服务端口').map((h) => h.text)
+  t.ok(both.includes('billing|服务端口=13010') && both.includes('billing|服务端口=13011'), 'a newer value alone voids nothing')
+  store.commit({ text: 'billing 服务端口从 13011 改为 13012' })
+  const after = recallBlocks(store, 'billing 服务端口').map((h) => h.text)
+  t.notOk(after.includes('billing|服务端口=13011'), 'the fact whose value was explicitly changed leaves recall')
+  t.ok(after.includes('billing|服务端口=13010'), 'the one not named stays')
+})
