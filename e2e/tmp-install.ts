@@ -1,2 +1,0 @@
-import { ensureDsh } from './dsh-cli.ts'
-console.log(ensureDsh((l) => console.log(l)))
