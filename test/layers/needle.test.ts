@@ -64,8 +64,15 @@ t.test('without the plugin: the same run never shows the needle again', async (t
 })
 
 t.test('mutation: without the capture listener the needle is lost with the plugin too', async (t) => {
-  const m = mutant({ file: 'kernel/layers/capture.ts', from: "if (!REGION_EVENTS.has(event.type)) return", to: 'return' })
+  const m = mutant({ file: 'kernel/layers/capture.ts', from: 'if (memory.unavailableReason() !== undefined) return', to: 'return' })
   t.teardown(() => m.remove())
   const run = await needleRun({ plugin: { path: tempStorePath('needle-mutant') }, module: await m.load('index.ts') })
   t.notOk(requestHas(run.question, '13010'), 'red without capture')
+})
+
+t.test('the pre-step sweep alone captures the region (the path the headless profile depends on)', async (t) => {
+  const m = mutant({ file: 'kernel/layers/capture.ts', from: 'if (REGION_EVENTS.has(event.type)) capture(session as unknown as SessionLike, event)', to: '' })
+  t.teardown(() => m.remove())
+  const run = await needleRun({ plugin: { path: tempStorePath('needle-sweep') }, module: await m.load('index.ts') })
+  t.match(injected(run.question).map(textOf).at(-1), /13010/, 'without the session/event listener the needle still comes back')
 })
