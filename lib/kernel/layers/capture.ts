@@ -23,9 +23,9 @@ interface SessionLike {
  *
  * - a `session/event` listener, which stores the region the moment compaction announces it;
  * - a sweep after each step's `agent/pre-step` (where dsh's compaction runs), which reads the
- *   session's new events since the last sweep. It exists because in the real `dsh --profile
- *   headless` the `session/event` firehose did not reach the plugin at all (e2e/dsh-needle.e2e.ts),
- *   while `agent/pre-step` does; the sweep costs a look at the events appended since the last step.
+ *   session's new events since the last sweep, for compositions where the `session/event`
+ *   firehose does not reach the plugin (observed in the real `dsh --profile headless`, see
+ *   docs/layers.md); it costs a look at the events appended since the last step.
  *
  * A failure is logged and counted, never thrown: capture must not break the turn that compacts.
  */
