@@ -1,11 +1,13 @@
 /**
- * Measures what the plugin adds to every turn of a real dsh agent loop: the cost of its
- * `agent/pre-step` listener (query extraction, recall with access recording, rendering and
- * injection), on a store that already holds the benchmark corpus.
+ * Measures what the plugin adds to every turn of a real dsh agent loop: the cost of its recall
+ * (query extraction, recall with access recording, rendering and injection), on a store that
+ * already holds the benchmark corpus. The recall is a pre_action stage handler, so it runs in two
+ * waterfalls: `system-prompt/assemble` (where the stage handlers run) and `agent/pre-step` (where
+ * the message is appended).
  *
- * Two timing listeners bracket ours in the waterfall: OUTER runs before it and INNER right after
+ * Two timing listeners bracket ours in each waterfall: OUTER runs before it and INNER right after
  * it, so OUTER's duration minus INNER's is exactly the time spent in our listener, per turn,
- * whatever the rest of the loop costs.
+ * whatever the rest of the loop costs; the turn's sample is the sum over both waterfalls.
  */
 import { Context } from '@deepseek-ai/cordis'
 import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
@@ -41,6 +43,22 @@ export async function measurePreStep(storePath: string, queries: readonly string
   const fiber = await ctx.plugin(plugin, plugin.resolveConfig({ path: storePath }))
   await fiber
   ctx.llm.registerAdapter(['mock'], adapter)
+  // The same bracket around the plugin's (appended, so innermost so far) assemble listener.
+  let assembleInnerMs = 0
+  let assembleMs = 0
+  ctx.on('system-prompt/assemble', async (_assembly, _context, next) => {
+    const start = nowMs()
+    const result = await next()
+    assembleInnerMs = nowMs() - start
+    return result
+  })
+  ctx.on('system-prompt/assemble', async (_assembly, context, next) => {
+    const start = nowMs()
+    assembleInnerMs = Number.NaN
+    const result = await next()
+    if (context.agent !== undefined && context.agent.session.events.every((e) => e.type !== 'step/start')) assembleMs = nowMs() - start - assembleInnerMs
+    return result
+  }, { prepend: true })
   const samples: number[] = []
   let outerMs = 0
   ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
@@ -48,7 +66,7 @@ export async function measurePreStep(storePath: string, queries: readonly string
     innerMs = Number.NaN
     const decision = await next()
     outerMs = nowMs() - start
-    if (payload.step === 1) samples.push(outerMs - innerMs)
+    if (payload.step === 1) samples.push(outerMs - innerMs + assembleMs)
     return decision
   }, { prepend: true })
 

@@ -17,6 +17,8 @@ export interface Config {
   recallToolName: string
   embed: EmbedConfig
   layers: LayersConfig
+  maxStepsPerTurn: number
+  stopWhenAllDenied: boolean
 }
 
 /** Compaction capture and cooling (`layers:`, docs/layers.md). */
@@ -125,6 +127,10 @@ export const Config: Schema<Config> = Schema.object({
     .description('Name of the search tool the model sees (`query`, optional `scope`: `session` or `all`). Empty: `toolName` with `commit` replaced by `recall` (`stablemem_recall`), or `toolName` + `_recall`.'),
   embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
   layers: LayersConfig.description('Compaction capture (L1 → L2) and cooling (L2 → L3). On by default.'),
+  maxStepsPerTurn: Schema.natural().max(10_000).default(0)
+    .description('Loop exit: end a turn (`blocked`) before its step N+1, so a model that keeps calling tools stops at N model calls. A step that claimed human input (steering) still runs. 0: no limit (dsh has none).'),
+  stopWhenAllDenied: Schema.boolean().default(false)
+    .description('Loop exit: end a turn (`blocked`) after a step whose every tool call was denied, unless the next step claimed new input (which is never dropped).'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */

@@ -9,6 +9,7 @@ import { registerPreStep } from './plugin/pre-step.ts'
 import { recallTool } from './plugin/recall-tool.ts'
 import { registerCompactionCapture } from './kernel/layers/capture.ts'
 import { registerHeartbeat } from './kernel/layers/heartbeat.ts'
+import { registerStatistics } from './plugin/statistics.ts'
 import { StableMem } from './service.ts'
 
 /** The plugin's name; also the `source.plugin` of every message it injects. */
@@ -38,6 +39,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     registerHeartbeat(inner, () => inner.stablemem, config)
     inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
     registerPreStep(inner, config, name)
+    registerStatistics(inner)
     if (!publish(ctx, inner.stablemem)) {
       inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)
       // When the publishing instance goes away, the next one still mounted takes its place, so
@@ -72,3 +74,4 @@ export { blockId } from './store/block-id.ts'
 export { BlockStore, type StoreOptions } from './store/store.ts'
 export type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './store/types.ts'
 export { StableMem, type ServiceStats, type VectorStats } from './service.ts'
+export * from './kernel/stages/index.ts'

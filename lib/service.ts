@@ -4,6 +4,10 @@ import type { Config } from './config.ts'
 import { StableMemError } from './errors.ts'
 import { embedderFromConfig } from './embed/from-config.ts'
 import type { HttpEmbedder } from './embed/http.ts'
+import { StagesApi, type Stages } from './kernel/stages/api.ts'
+import { bindStages } from './kernel/stages/bind.ts'
+import { StageHost } from './kernel/stages/host.ts'
+import type { StageStats } from './kernel/stages/types.ts'
 import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
 import { coolingOptions, coolTick, type CoolingReport } from './kernel/layers/cooling.ts'
 import type { Distiller } from './kernel/layers/distill.ts'
@@ -41,6 +45,10 @@ export interface ServiceStats extends Partial<StoreStats> {
   layers?: LayerStats
   /** Compaction capture: regions seen, blocks written, captures that failed (logged; the turn went on). */
   capture: { regions: number, blocks: number, failures: number }
+  /** Finished turns by how they ended (`completed`, `blocked`, …), counted at after_output. */
+  turns: Record<string, number>
+  /** The stage API's handlers, calls, handler errors and loop exits. */
+  stages: StageStats
 }
 
 /** The vector side of `stats()`. */
@@ -82,6 +90,13 @@ export class StableMem extends Service {
   private readonly captureCounts = { regions: 0, blocks: 0, failures: 0 }
   /** This process's name on the cooling lease (`kernel_runs`). */
   private readonly holder = `${process.pid}:${randomUUID().slice(0, 8)}`
+  private readonly stageHost: StageHost
+  /**
+   * HologramAgent's turn stages over dsh hooks (docs/stages.md). A handler registered through a
+   * plugin's `ctx.stablemem.stages.on` is removed when that plugin unloads.
+   */
+  readonly stages: Stages
+  private readonly turnCounts: Record<string, number> = {}
 
   constructor(ctx: Context, config: Config & { resolvedPath: string }) {
     super(ctx, 'stablemem')
@@ -94,6 +109,9 @@ export class StableMem extends Service {
       ctx.logger('stablemem').warn('vectors disabled: %s', this.embedderError)
     }
     ctx.effect(() => () => this.close(), 'stablemem.close')
+    this.stageHost = new StageHost(ctx.logger('stablemem'))
+    const binding = bindStages(ctx, this.stageHost, { maxStepsPerTurn: config.maxStepsPerTurn, stopWhenAllDenied: config.stopWhenAllDenied })
+    this.stages = new StagesApi(ctx, this.stageHost, () => binding.idle())
   }
 
   /** Opens the store; a failure is recorded and logged, not thrown, so the agent keeps running. */
@@ -239,6 +257,8 @@ export class StableMem extends Service {
       hybridRecalls: this.hybridCount,
       recallDegraded: { ...this.degradedCounts },
       capture: { ...this.captureCounts },
+      turns: { ...this.turnCounts },
+      stages: this.stageHost.stats(),
       ...(this.embedder || this.embedderError ? { vectors: this.vectorStats() } : {}),
     }
     if (!this.store || this.store.isClosed) {
@@ -277,6 +297,11 @@ export class StableMem extends Service {
   /** Counts one injected recall message (called by the pre-step listener). */
   noteInjection(): void {
     this.injectionCount++
+  }
+
+  /** Counts one finished turn by how it ended (called by the statistics handler at after_output). */
+  noteTurn(reason: string): void {
+    this.turnCounts[reason] = (this.turnCounts[reason] ?? 0) + 1
   }
 
   private use<T>(fn: (store: BlockStore) => T): T {

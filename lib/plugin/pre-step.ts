@@ -3,6 +3,8 @@ import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import type { Config } from '../config.ts'
 import { queryFromBatch } from './query-source.ts'
+import { preStepAsPreAction, type PreStepPayload } from '../kernel/stages/adapt.ts'
+import type { AgentScope } from '../kernel/stages/types.ts'
 import { abstentionOf } from '../recall/abstain.ts'
 import { isQuestion } from '../text/question.ts'
 import { originLabel } from './origin.ts'
@@ -17,10 +19,10 @@ import { renderAbstention, renderRecall } from './render.ts'
  * are durable and re-sent with every later request. A failing recall is logged and counted; the
  * turn goes on without notes.
  */
-export function registerPreStep(ctx: Context, config: Config, pluginName: string): void {
+export function registerPreStep(ctx: Context, config: Config, pluginName: string, agents: AgentScope = 'all'): void {
   const allow = new Set(config.querySources)
   const logger = ctx.logger('stablemem')
-  ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
+  const recall = async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
     const decision = await next()
     if (decision.kind !== 'enter' || payload.step !== 1 || !config.inject) return decision
     const query = queryFromBatch(decision.messages, allow, pluginName)
@@ -55,5 +57,12 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
       source: { kind: 'plugin', plugin: pluginName, form: 'recall' },
     })
     return { kind: 'enter', messages: [...decision.messages, message] }
-  }, { prepend: true })
+  }
+  // Through the stage API, last of pre_action: it sees the step's input after every on_input
+  // rewrite, and its message comes after everything else in the batch (see docs/stages.md).
+  // `agents` scopes it, e.g. to one preset's agents when a preset row registers it.
+  ctx.stablemem.stages.on('pre_action', preStepAsPreAction(recall), { order: RECALL_ORDER, name: 'stablemem:recall', agents })
 }
+
+/** The pre_action order of the recall injection: after handlers with the default order 0. */
+export const RECALL_ORDER = 1000

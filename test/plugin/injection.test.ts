@@ -5,6 +5,7 @@
  * after the human question). Each guard has a mutation check against a copy of the real source.
  */
 import { DatabaseSync } from 'node:sqlite'
+import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { Message } from '@deepseek-ai/dsh-llm'
 import { SessionId } from '@deepseek-ai/dsh-session'
@@ -12,7 +13,7 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 import t, { type Test } from 'tap'
 import * as plugin from '../../lib/index.ts'
 import { RECALL_HEADER } from '../../lib/plugin/render.ts'
-import { requestTexts, boot, injected, reply, tempStorePath, textOf, toolCall, userMessage, type BootOptions, type Harness } from '../helpers/harness.ts'
+import { requestTexts, boot, injected, realBatch, reply, tempStorePath, textOf, toolCall, userMessage, type BootOptions, type Harness } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 
 const FACTS = [
@@ -78,12 +79,25 @@ t.test('a real turn: the model request carries the recalled fact in OUR attribut
   t.match(await h.ctx.stablemem.stats(), { injections: 1, recallFailures: 0 })
 })
 
+/**
+ * The recall runs at pre_action, on the step's input (what the inbox released, after on_input).
+ * dsh's own additions come later, but another plugin's on_input handler may put context after the
+ * question: this one rewrites the input into the real batch shape.
+ */
+const contextAfterQuestion = {
+  name: 'context-after-question',
+  inject: ['stablemem'],
+  apply(ctx: Context) {
+    ctx.stablemem.stages.on('on_input', ({ messages }) => ({ kind: 'rewrite', messages: realBatch(messages[0]!) }))
+  },
+}
+
 t.test('mutation: without the source allowlist the real batch recalls from injected context', async (t) => {
-  const good = await recallReachesModel({}, t)
+  const good = await recallReachesModel({ extra: [{ plugin: contextAfterQuestion }] }, t)
   t.ok(good.ok, `real plugin: ${good.detail}`)
   const m = mutant({ file: 'plugin/query-source.ts', from: ' || !allow.has(source.kind)', to: '' })
   t.teardown(() => m.remove())
-  const bad = await recallReachesModel({ module: await m.load<typeof plugin>('index.ts') }, t)
+  const bad = await recallReachesModel({ module: await m.load<typeof plugin>('index.ts'), extra: [{ plugin: contextAfterQuestion }] }, t)
   t.notOk(bad.ok, `mutant reads the other plugin's note as the query: ${bad.detail}`)
 })
 
@@ -202,6 +216,7 @@ for (const [label, breakStore, logged] of [['throwing (index dropped)', dropInde
     t.equal(h.adapter.requests.length, 1, 'the model was still asked')
     t.equal(injected(h.adapter.requests[0]!).length, 0)
     t.equal((await h.ctx.stablemem.stats()).recallFailures, 1)
+    t.equal((await h.ctx.stablemem.stats()).stages.errors.pre_action, 0, 'caught by the recall itself, not by the stage host')
     t.ok(h.logs.some((l) => l.name === 'stablemem' && l.type === 'warn' && /recall failed, turn continues without notes/.test(l.text) && logged.test(l.text)),
       `logged: ${JSON.stringify(h.logs.filter((l) => l.name === 'stablemem'))}`)
   })
@@ -217,12 +232,14 @@ t.test('a closed store turns memory off: the turn completes without recall and t
   t.ok(requestTexts(h.adapter.requests[0]!).some((x) => /Long-term memory \(dsh-stablemem\) is unavailable: store is closed/.test(x)), 'the model is told')
 })
 
-t.test('mutation: without the catch a failing recall turns into a turn error', async (t) => {
+t.test('mutation: without the catch a failing recall is no recall failure (only the stage host contains it)', async (t) => {
   const m = mutant({ file: 'plugin/pre-step.ts', from: 'service.noteRecallFailure()', to: 'throw error' })
   t.teardown(() => m.remove())
   const { h, agent } = await failingTurn(t, dropIndex, { module: await m.load<typeof plugin>('index.ts') })
-  t.not(h.errors.length, 0, 'agent/error raised')
-  t.notSame(turnEnds(agent), ['completed'])
+  t.same(turnEnds(agent), ['completed'], 'the stage host still keeps the turn alive')
+  const stats = await h.ctx.stablemem.stats()
+  t.equal(stats.recallFailures, 0, 'but the failure is not counted as a recall failure')
+  t.equal(stats.stages.errors.pre_action, 1, 'only as a handler error')
 })
 
 /** Runs a turn where the budget shows only some of the matching notes; returns access counts of shown and hidden notes. */

@@ -1,0 +1,357 @@
+/**
+ * Binds a `StageHost` to dsh's hooks, once per host row, for every agent of the process (bare
+ * headless agents and preset-joined ones alike): which hook each stage runs in, how its decisions
+ * become dsh decisions, and the two loop exits. docs/stages.md has the table with file:line.
+ */
+import type { Context } from '@deepseek-ai/cordis'
+import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
+import { isAgentLoopRequest, type ContentBlock, type StreamChunk, type UserMessage } from '@deepseek-ai/dsh-llm'
+import type { JsonValue } from '@deepseek-ai/dsh-session'
+import { renderPrompt, type PromptAssembly } from '@deepseek-ai/dsh-system-prompt'
+import type { PostToolDecision, PreToolDecision, ToolExecution, ToolExecutionResult } from '@deepseek-ai/dsh-tools'
+import { isPromise, type Entry, type StageHost } from './host.ts'
+import type { StageText, StageTurn } from './types.ts'
+
+/** The loop exits HologramAgent's README promised, as options of the host row (0 / false: off). */
+export interface LoopExits {
+  /** End the turn (`blocked`) before step N+1; a step that claimed human input still runs. */
+  maxStepsPerTurn: number
+  /** End the turn (`blocked`) after a step whose every tool call was denied and which claimed no new input. */
+  stopWhenAllDenied: boolean
+}
+
+/** What on_input, pre_action and the exits decided for the coming step, applied at its pre-step. */
+type Prepared =
+  | { kind: 'reject' }
+  | { kind: 'enter', claimed: readonly UserMessage[], input: readonly UserMessage[] | undefined, added: UserMessage[], reply: string | undefined }
+
+/** Per-session bookkeeping, from the session's own events. */
+interface AgentState {
+  agent: Agent | undefined
+  turn: number
+  /** Steps of the current turn that have ended. */
+  stepsEnded: number
+  /** The next assembly of this agent is the one of a step (set at turn/start and step/end). */
+  assemblyDue: boolean
+  claimed: UserMessage[]
+  prepared: Prepared | undefined
+  reply: string | undefined
+  calls: number
+  denied: number
+  lastText: string
+}
+
+/** The handle the service keeps: settle pending after_output handlers. */
+export interface StageBinding {
+  /** Resolves when every after_output handler started so far has finished. */
+  idle(): Promise<void>
+}
+
+/**
+ * Registers the listeners. Each stays cheap when no handler applies: one map lookup and the
+ * `has` check, then straight to `next()`.
+ */
+export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): StageBinding {
+  const states = new Map<string, AgentState>()
+  const pending = new Set<Promise<void>>()
+  const authored = new WeakMap<symbol, JsonValue>()
+  const never = new AbortController().signal
+
+  const state = (id: string): AgentState => {
+    let st = states.get(id)
+    if (st === undefined) {
+      st = { agent: undefined, turn: 0, stepsEnded: 0, assemblyDue: false, claimed: [], prepared: undefined, reply: undefined, calls: 0, denied: 0, lastText: '' }
+      states.set(id, st)
+    }
+    return st
+  }
+
+  async function prepare(st: AgentState, agent: Agent, claimed: readonly UserMessage[], signal: AbortSignal, assembly: PromptAssembly | undefined): Promise<Prepared> {
+    const turn = st.turn
+    const step = st.stepsEnded + 1
+    const human = claimed.some((m) => m.source.kind === 'user')
+    if (exits.maxStepsPerTurn > 0 && step > exits.maxStepsPerTurn && !human) {
+      host.exited('maxStepsPerTurn')
+      return { kind: 'reject' }
+    }
+    // A reject drops the input its step claimed, so a step that claimed any (steering, queued
+    // context) runs: the model sees that input instead of the user losing it.
+    if (exits.stopWhenAllDenied && step > 1 && st.calls > 0 && st.denied === st.calls && claimed.length === 0) {
+      host.exited('stopWhenAllDenied')
+      return { kind: 'reject' }
+    }
+    let input = claimed
+    let reply: string | undefined
+    if ((step === 1 || human) && host.has('on_input', agent)) {
+      let rejected = false
+      await host.run('on_input', agent, () => ({ agent, turn, step, messages: input, signal }), (d, name) => {
+        if (d.kind === 'reject') {
+          rejected = true
+          ctx.logger('stablemem').info('stage on_input handler %s rejected turn %d%s', name, turn, d.reason ? `: ${d.reason}` : '')
+          return 'stop'
+        }
+        if (d.kind === 'rewrite' && userMessages(d.messages)) {
+          input = d.messages
+          return 'next'
+        }
+        if (d.kind === 'reply' && typeof d.text === 'string') {
+          reply = d.text
+          return 'stop'
+        }
+        host.refused('on_input', name, `not a decision: ${JSON.stringify(d)}`)
+        return 'next'
+      })
+      if (rejected) return { kind: 'reject' }
+    }
+    const added: UserMessage[] = []
+    if (host.has('pre_action', agent)) {
+      await host.run('pre_action', agent, () => ({ agent, turn, step, messages: [...input, ...added], signal }), (d, name) => {
+        if (userMessages(d.messages)) added.push(...d.messages)
+        else if (d.messages !== undefined) host.refused('pre_action', name, 'messages must be user messages made with createUserMessage')
+        for (const [key, target] of [['sections', assembly?.sections], ['contexts', assembly?.contexts]] as const) {
+          const texts = d[key]
+          if (texts === undefined) continue
+          if (target === undefined) {
+            host.refused('pre_action', name, `${key} need the step's prompt assembly, which this step did not go through`)
+            continue
+          }
+          for (const t of texts) {
+            const why = badText(t, assembly!)
+            if (why === undefined) target.push({ name: t.name, text: t.text })
+            else host.refused('pre_action', name, `${key.slice(0, -1)} ${JSON.stringify(t?.name)}: ${why}`)
+          }
+        }
+        return 'next'
+      })
+    }
+    return { kind: 'enter', claimed, input: input === claimed ? undefined : input, added, reply }
+  }
+
+  ctx.on('session/event', (session, event) => {
+    const st = states.get(String(session.id))
+    if (event.type === 'turn/start') {
+      const s = st ?? state(String(session.id))
+      Object.assign(s, { turn: event.data.turn, stepsEnded: 0, assemblyDue: true, claimed: [], prepared: undefined, reply: undefined, calls: 0, denied: 0, lastText: '' })
+    } else if (st === undefined) {
+      return
+    } else if (event.type === 'step/end') {
+      st.stepsEnded = event.data.step
+      st.assemblyDue = true
+    } else if (event.type === 'assistant/message') {
+      st.lastText = event.data.message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+    } else if (event.type === 'turn/end') {
+      st.assemblyDue = false
+      st.prepared = undefined
+      st.reply = undefined
+      const agent = st.agent
+      if (agent !== undefined && host.has('after_output', agent)) {
+        const input = { agent, turn: event.data.turn, reason: event.data.reason, text: st.lastText }
+        const run = host.run('after_output', agent, () => input, () => 'next')
+        pending.add(run)
+        void run.finally(() => pending.delete(run))
+      }
+    }
+  })
+
+  ctx.on('agent/inbox/claimed', ({ agent, message }) => {
+    const st = state(String(agent.id))
+    st.agent = agent
+    st.claimed.push(message)
+  })
+
+  ctx.on('agent/disposed', ({ agent }) => { states.delete(String(agent.id)) })
+
+  // on_input and pre_action run while the step's prompt is assembled: dsh assembles it (and the
+  // runtime-context snapshot) before the pre-step decision, so that is the last moment at which
+  // sections and contexts still reach this step's request. Their decisions are applied at pre-step.
+  ctx.on('system-prompt/assemble', (assembly, context, next) => {
+    const agent = context.agent
+    const st = agent === undefined ? undefined : states.get(String(agent.id))
+    if (agent === undefined || st === undefined || !st.assemblyDue) return next()
+    st.assemblyDue = false
+    st.agent = agent
+    return next().then(async (result) => {
+      st.prepared = await prepare(st, agent, st.claimed, context.signal ?? never, result)
+      return result
+    })
+  })
+
+  ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
+    const st = state(String(payload.agent.id))
+    st.agent = payload.agent
+    st.turn = payload.turn
+    st.stepsEnded = payload.step - 1
+    // Without a seen assembly (a host that assembles differently), the stages still run here;
+    // only pre_action's sections and contexts cannot reach the request any more.
+    const prepared = st.prepared ?? await prepare(st, payload.agent, payload.messages, payload.signal, undefined)
+    st.prepared = undefined
+    st.claimed = []
+    st.calls = 0
+    st.denied = 0
+    if (prepared.kind === 'reject') return { kind: 'reject' }
+    const decision = await next()
+    if (decision.kind !== 'enter') return decision
+    let messages = decision.messages
+    if (prepared.input !== undefined) messages = replaceClaimed(messages, prepared.claimed, prepared.input)
+    if (prepared.added.length > 0) messages = [...messages, ...prepared.added]
+    st.reply = prepared.reply
+    return messages === decision.messages ? decision : { kind: 'enter', messages }
+  }, { prepend: true })
+
+  ctx.on('llm/stream', (options, next) => {
+    const st = isAgentLoopRequest(options) && options.sessionId !== undefined ? states.get(String(options.sessionId)) : undefined
+    const agent = st?.agent
+    if (st === undefined || agent === undefined) return next()
+    if (st.reply !== undefined) {
+      const text = st.reply
+      st.reply = undefined
+      return replyChunks(text)
+    }
+    const entries = host.applicable('post_action', agent)
+    if (entries.length === 0) return next()
+    return transformed(next(), entries, { agent, turn: st.turn, step: st.stepsEnded + 1 })
+  })
+
+  ctx.on('tools/pre-execute', (exec, next) => {
+    const agent = exec.agent
+    const st = agent === undefined ? undefined : states.get(String(agent.id))
+    const handled = agent !== undefined && host.has('before_toolcall', agent)
+    if (!handled && !(exits.stopWhenAllDenied && st !== undefined)) return next()
+    return (async (): Promise<PreToolDecision> => {
+      let decision: PreToolDecision | undefined
+      if (handled) {
+        const input = { agent, turn: st?.turn ?? 0, step: (st?.stepsEnded ?? 0) + 1, callId: exec.callId, name: exec.name, arguments: exec.arguments, signal: exec.signal }
+        await host.run('before_toolcall', agent, () => input, (d, name) => {
+          if (d.kind === 'allow') return 'next'
+          if (d.kind === 'deny') decision = { kind: 'deny', reason: String(d.reason) }
+          else if (d.kind === 'ask') decision = d.reason === undefined ? { kind: 'ask' } : { kind: 'ask', reason: String(d.reason) }
+          else if (d.kind === 'result' && 'value' in d) authored.set(exec.token, d.value)
+          else {
+            host.refused('before_toolcall', name, `not a decision: ${JSON.stringify(d)}`)
+            return 'next'
+          }
+          return 'stop'
+        })
+      }
+      const final = decision ?? await next()
+      if (st !== undefined && exec.parent === undefined) {
+        st.calls++
+        if (final.kind === 'deny') st.denied++
+      }
+      return final
+    })()
+  }, { prepend: true })
+
+  ctx.on('tools/execute', (exec, next) => {
+    if (!authored.has(exec.token)) return next()
+    const value = authored.get(exec.token)!
+    authored.delete(exec.token)
+    const result: ToolExecutionResult = { isError: false, value, content: [] } // dsh validates the value and renders it with the tool
+    return Promise.resolve(result)
+  })
+
+  ctx.on('tools/post-execute', (exec, result, next) => {
+    const agent = exec.agent
+    if (agent === undefined || !host.has('after_toolcall', agent)) return next()
+    return afterToolcall(exec, agent, result, next)
+  })
+
+  async function afterToolcall(exec: ToolExecution, agent: Agent, result: Readonly<ToolExecutionResult>, next: () => Promise<PostToolDecision>): Promise<PostToolDecision> {
+    const st = states.get(String(agent.id))
+    let content: readonly ContentBlock[] = result.content
+    let value: JsonValue | undefined = result.isError ? undefined : result.value
+    let replaced: 'content' | 'value' | undefined
+    let feedback: ContentBlock[] | undefined
+    const contexts: UserMessage[] = []
+    const base = { agent, turn: st?.turn ?? 0, step: (st?.stepsEnded ?? 0) + 1, callId: exec.callId, name: exec.name, arguments: exec.arguments, signal: exec.signal, isError: result.isError }
+    await host.run('after_toolcall', agent, () => ({ ...base, content, ...(value === undefined ? {} : { value }) }), (d, name) => {
+      if (userMessages(d.contexts)) contexts.push(...d.contexts)
+      else if (d.contexts !== undefined) host.refused('after_toolcall', name, 'contexts must be user messages made with createUserMessage')
+      if (d.kind === 'block' && Array.isArray(d.feedback)) {
+        feedback = d.feedback
+        return 'stop'
+      }
+      if (d.kind === 'replace' && 'value' in d && d.value !== undefined) {
+        if (result.isError) host.refused('after_toolcall', name, 'a failed result has no value to replace; replace its content')
+        else [value, replaced] = [d.value, 'value']
+      } else if (d.kind === 'replace' && 'content' in d && Array.isArray(d.content)) {
+        [content, replaced] = [d.content, 'content']
+      } else if (d.kind !== 'attach') {
+        host.refused('after_toolcall', name, `not a decision: ${JSON.stringify(d)}`)
+      }
+      return 'next'
+    })
+    const additional = contexts.length > 0 ? { additionalContexts: contexts } : {}
+    if (feedback !== undefined) return { kind: 'block', feedback, ...additional }
+    if (replaced === 'value') return { kind: 'accept', value: value!, ...additional }
+    if (replaced === 'content') return { kind: 'accept', content: [...content], ...additional }
+    if (contexts.length > 0) return { kind: 'accept', ...additional }
+    return next()
+  }
+
+  /** The stream with every chunk passed through the post_action handlers, in order. */
+  async function * transformed(stream: AsyncIterable<StreamChunk>, entries: Entry<'post_action'>[], turn: StageTurn): AsyncIterable<StreamChunk> {
+    for await (const chunk of stream) {
+      let current: StreamChunk[] = [chunk]
+      for (const entry of entries) {
+        const out: StreamChunk[] = []
+        for (const c of current) {
+          const called = host.invoke(entry, { ...turn, chunk: c })
+          const d = isPromise(called) ? await called : called
+          if (d === undefined) out.push(c)
+          else if (d !== null) out.push(...(Array.isArray(d) ? d as StreamChunk[] : [d as StreamChunk]))
+        }
+        current = out
+      }
+      yield * current
+    }
+  }
+
+  return {
+    async idle() {
+      while (pending.size > 0) await Promise.all([...pending])
+    },
+  }
+}
+
+/**
+ * True for a list of user messages as dsh builds them (`createUserMessage`): anything else would
+ * make the session refuse the append and end the turn in an error, so it is refused here instead.
+ */
+function userMessages(value: unknown): value is UserMessage[] {
+  return Array.isArray(value) && value.every((m) => m !== null && typeof m === 'object' && m.role === 'user' && typeof m.id === 'string' &&
+    Array.isArray(m.content) && m.source !== null && typeof m.source === 'object' && typeof m.source.kind === 'string')
+}
+
+/** The batch with the claimed input replaced by `input`, where the claimed input stood. */
+function replaceClaimed(messages: readonly UserMessage[], claimed: readonly UserMessage[], input: readonly UserMessage[]): UserMessage[] {
+  const ids = new Set(claimed.map((m) => m.id))
+  const out: UserMessage[] = []
+  let placed = false
+  for (const m of messages) {
+    if (!ids.has(m.id)) out.push(m)
+    else if (!placed) {
+      out.push(...input)
+      placed = true
+    }
+  }
+  return placed ? out : [...input, ...out]
+}
+
+/** Why a section or context cannot be added ('' text is allowed and renders as nothing). */
+function badText(t: StageText, assembly: PromptAssembly): string | undefined {
+  if (t === null || typeof t !== 'object' || typeof t.name !== 'string' || t.name === '' || typeof t.text !== 'string') return 'needs a non-empty name and a text'
+  try {
+    renderPrompt({ sections: [{ name: t.name, text: t.text }], contexts: [], tools: [], variables: assembly.variables })
+    return undefined
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error)
+  }
+}
+
+/** The chunks of a canned text reply, as a model would stream it. */
+async function * replyChunks(text: string): AsyncIterable<StreamChunk> {
+  yield { type: 'block-start', index: 0, blockType: 'text' }
+  yield { type: 'block-end', index: 0, block: { type: 'text', text } }
+  yield { type: 'finish', reason: { kind: 'stop' } }
+}
