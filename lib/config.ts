@@ -2,6 +2,7 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import Schema from '@deepseek-ai/schemastery'
 import type { SecretsPolicy } from './secrets.ts'
+import type { DuplicatePolicy } from './store/duplicates.ts'
 
 /** The plugin's configuration, as written under `config:` in a dsh composition. */
 export interface Config {
@@ -15,6 +16,8 @@ export interface Config {
   toolName: string
   secrets: SecretsPolicy
   recallToolName: string
+  duplicates: DuplicatePolicy
+  forgetTool: ForgetToolConfig
   embed: EmbedConfig
   layers: LayersConfig
   maxStepsPerTurn: number
@@ -57,6 +60,26 @@ export const LayersConfig: Schema<LayersConfig> = Schema.object({
     .description('dsh provider route of the `llm` distiller (e.g. `deepseek`).'),
   distillerModel: Schema.string().default('')
     .description('Model of the `llm` distiller.'),
+})
+
+/** The optional model-facing forget tool (`forgetTool:`); off unless `enabled`. */
+export interface ForgetToolConfig {
+  enabled: boolean
+  name: string
+  maxPerTurn: number
+}
+
+/**
+ * Schema of `forgetTool:`. Off by default: a note planted by a prompt injection must not be able
+ * to make the model wipe memory, so deleting is a user's command unless a user turns this on.
+ */
+export const ForgetToolConfig: Schema<ForgetToolConfig> = Schema.object({
+  enabled: Schema.boolean().default(false)
+    .description('Offer the model a tool that forgets notes by id (off by default: a stored prompt injection must not be able to wipe memory). Every deletion is logged with its session and turn.'),
+  name: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('stablemem_forget')
+    .description('Name of the forget tool the model sees.'),
+  maxPerTurn: Schema.natural().min(1).max(100).default(3)
+    .description('Most notes the forget tool may delete in one turn; further calls in that turn are refused.'),
 })
 
 /** Optional embedding endpoint (`embed:`); off while `baseUrl` is empty. */
@@ -125,6 +148,10 @@ export const Config: Schema<Config> = Schema.object({
       'Recalled notes are masked again before they reach the prompt, whatever this says.'),
   recallToolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{0,64}$/).default('')
     .description('Name of the search tool the model sees (`query`, optional `scope`: `session` or `all`). Empty: `toolName` with `commit` replaced by `recall` (`stablemem_recall`), or `toolName` + `_recall`.'),
+  duplicates: Schema.union(['keep', 'link', 'skip'] as const).default('link')
+    .description('A new note that is the same as a current one after normalising punctuation, spacing, full-width forms and case (never when a number or word differs): ' +
+      '`link` stores it with a `duplicates` edge to the existing note, `keep` stores it without one, `skip` stores nothing. Commit reports `duplicateOf` in every case.'),
+  forgetTool: ForgetToolConfig.description('Optional model tool that forgets notes by id. Off by default.'),
   embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
   layers: LayersConfig.description('Compaction capture (L1 → L2) and cooling (L2 → L3). On by default.'),
   maxStepsPerTurn: Schema.natural().max(10_000).default(0)

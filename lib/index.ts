@@ -5,6 +5,7 @@ import type {} from '@deepseek-ai/dsh-tools'
 import { Config, defaultStorePath, recallToolNameOf } from './config.ts'
 import { commitTool } from './plugin/commit-tool.ts'
 import { contextLine, contextName } from './plugin/context-line.ts'
+import { forgetTool } from './plugin/forget-tool.ts'
 import { registerPreStep } from './plugin/pre-step.ts'
 import { recallTool } from './plugin/recall-tool.ts'
 import { registerCompactionCapture } from './kernel/layers/capture.ts'
@@ -37,6 +38,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     inner.tools.register(recallTool(inner, recallToolNameOf(config)))
     registerCompactionCapture(inner, () => inner.stablemem, config)
     registerHeartbeat(inner, () => inner.stablemem, config)
+    if (config.forgetTool.enabled) inner.tools.register(forgetTool(inner, config.forgetTool))
     inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
     registerPreStep(inner, config, name)
     registerStatistics(inner)
@@ -73,5 +75,7 @@ export { backfillVectors, type BackfillOptions, type BackfillProgress } from './
 export { blockId } from './store/block-id.ts'
 export { BlockStore, type StoreOptions } from './store/store.ts'
 export type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './store/types.ts'
+export type { ForgetFilter, ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
+export type { DuplicatePolicy } from './store/duplicates.ts'
 export { StableMem, type ServiceStats, type VectorStats } from './service.ts'
 export * from './kernel/stages/index.ts'

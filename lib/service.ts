@@ -16,6 +16,7 @@ import { isAbstention } from './recall/abstain.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
 import { DEGRADED_REASONS, type DegradedReason, type HybridHits } from './recall/types.ts'
 import type { CapturePiece, CaptureResult, LayerStats, Origin } from './store/layers.ts'
+import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
@@ -117,7 +118,7 @@ export class StableMem extends Service {
   /** Opens the store; a failure is recorded and logged, not thrown, so the agent keeps running. */
   async [Service.init](): Promise<void> {
     try {
-      this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets })
+      this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets, duplicates: this.config.duplicates })
       if (this.embedder) {
         const logger = this.ctx.logger('stablemem')
         this.vectorizer = new BlockVectorizer(this.store, this.embedder, {
@@ -237,6 +238,22 @@ export class StableMem extends Service {
     if (!this.embedder || !this.lastDegraded || !FAILURE_REASONS.includes(this.lastDegraded)) return ''
     const counts = FAILURE_REASONS.filter((r) => this.degradedCounts[r] > 0).map((r) => `${r} ${this.degradedCounts[r]}`).join(', ')
     return `Vector recall is degraded (${counts}); notes are recalled by words only.`
+  }
+
+  /**
+   * Deletes notes for good: one id, a list of ids, or a filter (`{scene}`, `{source}`, `{before}`,
+   * `{all: true}`; an empty filter is refused). Their index entries, vectors and edges go in the
+   * same transaction and no byte of them stays in the file (docs/reliability.md). Returns what was
+   * deleted; ids that are not stored are listed in `unknown`, not thrown. A note the forgotten
+   * one had superseded becomes current again unless `restoreSuperseded: false`.
+   */
+  async forget(target: ForgetTarget, options: ForgetOptions = {}): Promise<ForgetResult> {
+    return this.use((store) => store.forget(target, { origin: 'service', ...options }))
+  }
+
+  /** Rewrites the store file without free space (what `stablemem vacuum` does). */
+  async vacuum(): Promise<VacuumResult> {
+    return this.use((store) => store.vacuum())
   }
 
   /** The stored block with this id, or undefined. */

@@ -9,6 +9,8 @@ export interface CliIo {
   stdout: NodeJS.WritableStream & { isTTY?: boolean }
   stderr: NodeJS.WritableStream & { isTTY?: boolean }
   env: NodeJS.ProcessEnv
+  /** Where a command that asks for confirmation reads the answer (only when it is a terminal). */
+  stdin?: NodeJS.ReadableStream & { isTTY?: boolean }
 }
 
 /** A parsed invocation handed to a command's `run`. */

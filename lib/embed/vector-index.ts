@@ -27,6 +27,7 @@ export class VectorIndex {
   private langs: string[] = []
   private lastSeq = 0
   private centroid: Float32Array | null = null
+  private forgetEpoch = 0
 
   constructor(model: string, dims: number) {
     this.model = model
@@ -43,11 +44,13 @@ export class VectorIndex {
     return this.centroid !== null
   }
 
-  /** Loads vectors written since the last refresh; reloads everything if the centroid decision changed. */
+  /** Loads vectors written since the last refresh; reloads everything if the centroid decision changed or notes were forgotten. */
   refresh(store: BlockStore): void {
     const centroid = usableCentroid(store, this.model, this.dims)
-    if (!sameVector(centroid, this.centroid)) {
+    // Forgotten notes' vectors must leave memory too, not only the file.
+    if (!sameVector(centroid, this.centroid) || store.forgetEpoch !== this.forgetEpoch) {
       this.centroid = centroid
+      this.forgetEpoch = store.forgetEpoch
       this.data = new Float32Array(0)
       this.ids = []
       this.rowOf = new Map()

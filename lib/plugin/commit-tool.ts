@@ -27,12 +27,13 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
     output: {
       schema: {
         type: 'object',
-        properties: { id: { type: 'string' }, created: { type: 'boolean' }, redacted: { type: 'array', items: { type: 'string' } } },
+        properties: { id: { type: 'string' }, created: { type: 'boolean' }, redacted: { type: 'array', items: { type: 'string' } }, duplicateOf: { type: 'string' } },
         additionalProperties: false,
       },
       render: (_args, value) => [{
         type: 'text',
         text: (value.created ? `Saved to long-term memory as ${value.id}.` : `Already in long-term memory as ${value.id}.`) +
+          (value.duplicateOf && value.created ? ` It nearly duplicates ${value.duplicateOf}, which was already saved.` : '') +
           (value.redacted ? ` Credentials were masked before saving (${value.redacted.join(', ')}); they are not in memory.` : ''),
       }],
     },
@@ -42,7 +43,11 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
       const exists = args.source === undefined && await ctx.stablemem.get(blockId(args.text)) !== undefined
       const source = args.source ?? (exists ? '' : 'model')
       const result = await ctx.stablemem.commit({ text: args.text, source, scene: args.scene ?? '', supersedes: args.supersedes ?? '' })
-      return result.redacted ? { id: result.id, created: result.created, redacted: result.redacted } : { id: result.id, created: result.created }
+      return {
+        id: result.id, created: result.created,
+        ...(result.redacted ? { redacted: result.redacted } : {}),
+        ...(result.duplicateOf ? { duplicateOf: result.duplicateOf } : {}),
+      }
     },
   })
 }

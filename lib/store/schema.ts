@@ -68,6 +68,22 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX vectors_space_seq ON vectors(model, dims, seq);
   `,
+  // v4: forget and near-duplicates. `tombstones` lists the content addresses `forget` hard-deleted
+  // (never their text) and who asked, so an import of an older export does not bring them back.
+  // `near_key` is the note's near-duplicate key (lib/text/near-key.ts), filled by the store for
+  // rows that have none yet; the partial index finds those rows without a scan. `vectors_block`
+  // serves the ON DELETE CASCADE of vectors, which otherwise scans every vector per deleted note.
+  `
+  CREATE TABLE tombstones (
+    id           TEXT    PRIMARY KEY,
+    forgotten_at INTEGER NOT NULL,
+    origin       TEXT    NOT NULL DEFAULT ''
+  ) WITHOUT ROWID;
+  ALTER TABLE blocks ADD COLUMN near_key TEXT;
+  CREATE INDEX blocks_near_key ON blocks(near_key) WHERE near_key IS NOT NULL;
+  CREATE INDEX blocks_unkeyed ON blocks(id) WHERE near_key IS NULL;
+  CREATE INDEX vectors_block ON vectors(block_id);
+  `,
   // Layers (docs/layers.md): every block has one holder layer, `stable` (notes, facts) or `cold`
   // (turns captured when compaction took them out of the context window), and a cooling state.
   // `block_origins` says where a captured block came from (session, event seq, original time,

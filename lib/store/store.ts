@@ -4,8 +4,11 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
+import { nearKey } from '../text/near-key.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
+import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates.ts'
+import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import { LayerTable } from './layers.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
@@ -19,6 +22,8 @@ export interface StoreOptions {
   busyTimeoutMs?: number
   /** What commit does with credentials in a note (default `redact`; see `lib/secrets.ts`). */
   secrets?: SecretsPolicy
+  /** What commit does with a near-duplicate of a current note (default `link`; see `lib/store/duplicates.ts`). */
+  duplicates?: DuplicatePolicy
   /** Clock, injectable for deterministic tests. */
   now?: () => number
 }
@@ -62,10 +67,14 @@ export class BlockStore {
   readonly path: string
   readonly maxBlockChars: number
   readonly secrets: SecretsPolicy
+  readonly duplicates: DuplicatePolicy
   /** Block vectors and centroids (written by `lib/embed/`, after commit). */
   readonly vectors: VectorTable
   /** Holder layers, provenance of captured blocks and the kernel run log (`lib/store/layers.ts`). */
   readonly layers: LayerTable
+  private readonly nearKeys: NearKeys
+  private forgets = 0
+  private readonly busyTimeoutMs: number
   private readonly db: DatabaseSync
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
@@ -85,9 +94,12 @@ export class BlockStore {
     this.path = path
     this.maxBlockChars = options.maxBlockChars ?? DEFAULT_MAX_BLOCK_CHARS
     this.secrets = options.secrets ?? 'redact'
+    this.duplicates = options.duplicates ?? 'link'
+    if (!DUPLICATE_POLICIES.includes(this.duplicates)) throw new StableMemError('invalid_input', `duplicates must be one of ${DUPLICATE_POLICIES.join(', ')}`)
     this.now = options.now ?? Date.now
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000
+    this.busyTimeoutMs = busyTimeoutMs
     let db: DatabaseSync
     try {
       db = new DatabaseSync(path, { timeout: busyTimeoutMs })
@@ -97,7 +109,8 @@ export class BlockStore {
     try {
       refuseForeign(db, path)
       if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
-      db.exec(`PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = ${PAGE_CACHE_KIB}`)
+      // secure_delete: freed pages and cells are zeroed, so `forget` leaves no bytes of a note behind.
+      db.exec(`PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRAGMA cache_size = ${PAGE_CACHE_KIB}`)
       migrate(db)
       probe(db, busyTimeoutMs)
     } catch (error) {
@@ -111,6 +124,7 @@ export class BlockStore {
       stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(),
       commitMany: (inputs) => this.commitMany(inputs), link: (edge) => this.link(edge),
     })
+    this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
   }
 
   /** Stores one block; idempotent by content. See `commitMany`. */
@@ -138,14 +152,23 @@ export class BlockStore {
       WHERE id = ?5`)
     const index = this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)')
     this.matchCounts.clear()
-    const results = this.transaction(() => rows.map((row) => {
+    const keys = rows.map((row) => nearKey(row.text))
+    const results = this.transaction(() => rows.map((row, i) => {
+      if (i === 0) this.nearKeys.fill()
       const result = (created: boolean): CommitResult => row.redacted.length > 0 ? { id: row.id, created, redacted: row.redacted } : { id: row.id, created }
+      const near = this.nearKeys.find(keys[i]!, row.id)
+      const duplicateOf = near === row.supersedes ? undefined : near // replacing a note is not duplicating it
+      if (duplicateOf !== undefined && this.duplicates === 'skip' && !this.get(row.id)) return { id: duplicateOf, created: false, duplicateOf }
       const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now)
       const created = Number(inserted.changes) === 1
-      if (created) index.run(inserted.lastInsertRowid, withoutCjk(row.text), cjkIndexText(row.text))
-      else update.run(row.source, row.scene, row.semanticType, now, row.id)
+      if (created) {
+        index.run(inserted.lastInsertRowid, withoutCjk(row.text), cjkIndexText(row.text))
+        this.nearKeys.set(row.id, keys[i]!)
+      } else update.run(row.source, row.scene, row.semanticType, now, row.id)
       if (row.supersedes !== '') this.supersede(row.id, row.supersedes, now)
-      return result(created)
+      if (!created || duplicateOf === undefined) return result(created)
+      if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now)
+      return { ...result(created), duplicateOf }
     }))
     // Our own commits do not change `data_version`, so the cached count stays valid if we add ours.
     if (this.countCache) this.countCache.blocks += results.filter((r) => r.created).length
@@ -313,6 +336,38 @@ export class BlockStore {
     }))
   }
 
+  /**
+   * Hard-deletes notes, by id or by filter, with their index entries, vectors and edges, and
+   * leaves no bytes of them in the file or its WAL; see `lib/store/forget.ts`.
+   */
+  forget(target: ForgetTarget, options: ForgetOptions = {}): ForgetResult {
+    const result = forgetBlocks(this.forgetHost(), target, options)
+    if (!result.dryRun && result.deleted.length > 0) {
+      this.matchCounts.clear()
+      this.countCache = undefined
+      this.forgets++
+    }
+    return result
+  }
+
+  /** Rewrites the index and the file without free space (`stablemem vacuum`); see `lib/store/forget.ts`. */
+  vacuum(): VacuumResult {
+    this.assertOpen()
+    const result = vacuumStore(this.forgetHost())
+    this.matchCounts.clear()
+    return result
+  }
+
+  /** True when `forget` deleted this id and it has not been stored again. */
+  isForgotten(id: string): boolean {
+    return this.stmt('tombstone', 'SELECT 1 AS x FROM tombstones WHERE id = ?').get(id) !== undefined && !this.get(id)
+  }
+
+  /** Changes whenever this connection forgot notes, so in-memory indexes (vectors) know to reload. */
+  get forgetEpoch(): number {
+    return this.forgets
+  }
+
   /** Counts and file facts. */
   stats(): StoreStats {
     const counts = this.stmt('stats', `SELECT (SELECT count(*) FROM blocks) AS blocks, (SELECT count(*) FROM edges) AS edges,
@@ -425,6 +480,7 @@ export class BlockStore {
     const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, supersededBy) as { rowid: number } | undefined
     if (inserted) {
       this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
+      this.nearKeys.set(row.id, nearKey(row.text))
       this.matchCounts.clear()
       // Our own writes do not change `data_version`, so the cached count must follow them.
       if (this.countCache) this.countCache.blocks++
@@ -482,6 +538,18 @@ export class BlockStore {
       scene: checkTag(input.scene ?? '', `${prefix}scene`, false),
       semanticType: checkTag(input.semanticType ?? '', `${prefix}semanticType`, false),
       supersedes: checkTag(input.supersedes ?? '', `${prefix}supersedes`, false),
+    }
+  }
+
+  private forgetHost(): ForgetHost {
+    this.assertOpen()
+    return {
+      db: this.db,
+      stmt: (key, sql) => this.stmt(key, sql),
+      now: () => this.now(),
+      fillNearKeys: () => { this.nearKeys.fill() },
+      fileBytes: () => this.fileBytes(),
+      busyTimeoutMs: this.busyTimeoutMs,
     }
   }
 

@@ -78,6 +78,12 @@ export interface ImportResult {
   blocksMerged: number
   edgesCreated: number
   edgesExisting: number
+  /**
+   * Blocks of notes this store forgot, and edges touching them, left out (present only when not
+   * zero; `includeForgotten` brings them back instead).
+   */
+  blocksForgotten?: number
+  edgesForgotten?: number
   failure?: { line: number, message: string }
 }
 
@@ -86,9 +92,11 @@ export interface ImportResult {
  * each; the first malformed or refused line stops the import, and the result names it while every
  * line before it stays imported. Blank lines are skipped; the header, when present, must be the
  * first line and of a version this code reads. Re-importing the same file changes nothing.
+ * Notes this store forgot (tombstoned by `forget`) and their edges are skipped and counted,
+ * unless `includeForgotten`.
  */
 export async function importJsonl(store: BlockStore, lines: AsyncIterable<string> | Iterable<string>,
-  options: { onProgress?: (progress: ImportProgress) => void, progressEvery?: number } = {}): Promise<ImportResult> {
+  options: { onProgress?: (progress: ImportProgress) => void, progressEvery?: number, includeForgotten?: boolean } = {}): Promise<ImportResult> {
   const result: ImportResult = { lines: 0, blocksCreated: 0, blocksMerged: 0, edgesCreated: 0, edgesExisting: 0 }
   const every = options.progressEvery ?? 1000
   let batch: Array<{ line: number, record: ImportRecord }> = []
@@ -99,7 +107,7 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
     store.transaction(() => {
       for (const { line, record } of pending) {
         try {
-          apply(store, record, result)
+          apply(store, record, result, options.includeForgotten === true)
         } catch (error) {
           result.failure = { line, message: messageOf(error) }
           return
@@ -183,7 +191,12 @@ function field<K extends 'string' | 'number'>(record: Record<string, unknown>, n
   return value as K extends 'string' ? string : number
 }
 
-function apply(store: BlockStore, record: ImportRecord, result: ImportResult): void {
+function apply(store: BlockStore, record: ImportRecord, result: ImportResult, includeForgotten: boolean): void {
+  if (!includeForgotten && forgottenRecord(store, record)) {
+    const field = record.kind === 'block' ? 'blocksForgotten' : 'edgesForgotten'
+    result[field] = (result[field] ?? 0) + 1
+    return
+  }
   if (record.kind === 'block') {
     if (store.importBlock(record.block).created) result.blocksCreated++
     else result.blocksMerged++
@@ -192,6 +205,13 @@ function apply(store: BlockStore, record: ImportRecord, result: ImportResult): v
   } else {
     result.edgesExisting++
   }
+}
+
+/** A block `forget` deleted from this store (its tombstone is there), or an edge that touches one. */
+function forgottenRecord(store: BlockStore, record: ImportRecord): boolean {
+  if (record.kind === 'block') return store.isForgotten(record.block.id)
+  const { sourceKind, sourceId, targetKind, targetId } = record.edge
+  return (sourceKind.trim() === 'block' && store.isForgotten(sourceId.trim())) || (targetKind.trim() === 'block' && store.isForgotten(targetId.trim()))
 }
 
 function messageOf(error: unknown): string {

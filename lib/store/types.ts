@@ -21,6 +21,12 @@ export interface CommitResult {
   created: boolean
   /** Kinds of credentials masked before storing (config `secrets: 'redact'`); absent when none. */
   redacted?: string[]
+  /**
+   * A current note this one nearly duplicates (same text after normalising punctuation, spacing,
+   * full-width forms and case; see `lib/text/near-key.ts`); absent when none. With the `skip`
+   * policy nothing was stored and `id` is this existing note.
+   */
+  duplicateOf?: string
 }
 
 /** One stored block with all its metadata. Times are milliseconds since the epoch. */

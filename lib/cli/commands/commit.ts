@@ -11,7 +11,7 @@ export const command: Command = {
     '',
     '  --source <s>  provenance tag (default "cli")',
     '  --scene <s>   scene key the note belongs to',
-    '  --json        print {"id","created"} as JSON',
+    '  --json        print {"id","created"} as JSON (with "duplicateOf" for a near-duplicate of a stored note)',
   ].join('\n'),
   options: { source: { type: 'string' }, scene: { type: 'string' }, json: { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
@@ -19,7 +19,8 @@ export const command: Command = {
     const input = { text: args[0]!, source: typeof values.source === 'string' ? values.source : 'cli', scene: typeof values.scene === 'string' ? values.scene : '' }
     const result = await withStore(openForWrite(db), (store) => store.commit(input))
     if (values.json === true) println(io.stdout, JSON.stringify(result))
-    else println(io.stdout, result.created ? `saved ${result.id}` : `already stored as ${result.id}`)
+    else println(io.stdout, (result.created ? `saved ${result.id}` : `already stored as ${result.id}`) +
+      (result.duplicateOf && result.created ? ` (nearly the same as ${result.duplicateOf})` : ''))
     return 0
   },
 }

@@ -15,15 +15,19 @@ const PROGRESS_MIN_BYTES = 1 << 20
 /** The import command. */
 export const command: Command = {
   usage: [
-    'Usage: stablemem import <file.jsonl> [--db <path>] [--json]',
+    'Usage: stablemem import <file.jsonl> [--include-forgotten] [--db <path>] [--json]',
     '',
     'Restores blocks (ids, text, tags, times, access counts) and edges from `stablemem export`.',
     'Importing the same file again changes nothing. A malformed line stops the import with its',
     'line number; the lines before it stay imported, so fix the line and run it again.',
     '',
-    '  --json  print the counts as JSON',
+    'Notes this store has forgotten (`stablemem forget` keeps their ids, never their text) and',
+    'their edges are skipped and counted, so an older export does not bring them back.',
+    '',
+    '  --include-forgotten  import forgotten notes too',
+    '  --json               print the counts as JSON',
   ].join('\n'),
-  options: { json: { type: 'boolean' } },
+  options: { json: { type: 'boolean' }, 'include-forgotten': { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
   async run({ db, args, values, io }) {
     const file = args[0]!
@@ -37,6 +41,7 @@ export const command: Command = {
     const lines = createInterface({ input: stream, crlfDelay: Infinity })
     const showProgress = io.stderr.isTTY === true && size >= PROGRESS_MIN_BYTES
     const result = await withStore(openForWrite(db), (store) => importJsonl(store, lines, {
+      includeForgotten: values['include-forgotten'] === true,
       onProgress: showProgress
         ? ({ lines: n }) => io.stderr.write(`\rimporting ${file}: ${n} lines, ${Math.floor((100 * stream.bytesRead) / size)}%`)
         : undefined,
@@ -57,5 +62,8 @@ export const command: Command = {
 /** One line of counts. */
 function summary(result: ImportResult): string {
   return `imported ${result.lines} lines: ${result.blocksCreated + result.blocksMerged} blocks (${result.blocksCreated} new, ${result.blocksMerged} already present), ` +
-    `${result.edgesCreated + result.edgesExisting} edges (${result.edgesCreated} new, ${result.edgesExisting} already present)`
+    `${result.edgesCreated + result.edgesExisting} edges (${result.edgesCreated} new, ${result.edgesExisting} already present)` +
+    (result.blocksForgotten || result.edgesForgotten
+      ? `; skipped ${result.blocksForgotten ?? 0} forgotten notes and ${result.edgesForgotten ?? 0} of their edges (--include-forgotten restores them)`
+      : '')
 }

@@ -1,0 +1,319 @@
+/**
+ * Forgetting for real: hard deletion of notes with everything that refers to them, and the
+ * clean-up that makes their bytes unrecoverable from the store file, its WAL and its shared-memory
+ * file. `BlockStore.forget` and `BlockStore.vacuum` delegate here.
+ *
+ * "Gone" (docs/reliability.md): in one transaction the block rows, their full-text entries, their
+ * vectors, every edge that touches them (both directions) and the vector centroids they were part
+ * of are deleted, and the full-text index is rewritten ('optimize'), because a contentless FTS5
+ * delete only marks rows and leaves their terms in the index. The connection runs with
+ * `PRAGMA secure_delete = ON`, so every freed cell and page is overwritten with zeros. After the
+ * commit, a TRUNCATE checkpoint copies the zeroed pages into the file and empties the WAL, which
+ * still held the old page images. A tombstone (the content address only, never the text) keeps an
+ * older export from bringing the note back.
+ */
+import type { DatabaseSync, StatementSync } from 'node:sqlite'
+import { StableMemError } from '../errors.ts'
+import { isBlockId } from './block-id.ts'
+import type { Block } from './types.ts'
+
+/** A filter over stored notes. Several fields narrow together (AND); `all` must stand alone. */
+export interface ForgetFilter {
+  scene?: string
+  source?: string
+  /** Notes created strictly before this time (ms since the epoch, a Date or an ISO 8601 string). */
+  before?: number | string | Date
+  /** Every note. Must be given explicitly: an empty filter is refused. */
+  all?: true
+}
+
+/** What to forget: one id, a list of ids, or a filter. */
+export type ForgetTarget = string | readonly string[] | ForgetFilter
+
+/** How to forget. */
+export interface ForgetOptions {
+  /**
+   * A note that a forgotten note had superseded becomes current again (default true), so
+   * forgetting a wrong correction brings back what it replaced. `false`: it stays retired.
+   */
+  restoreSuperseded?: boolean
+  /** Near-duplicates (same `nearKey`) of the notes named by id go too (default true). */
+  withDuplicates?: boolean
+  /** Only report what would be deleted; nothing changes. */
+  dryRun?: boolean
+  /** Who asked, kept with the tombstones (e.g. `cli`, `tool session s1 turn 3`). */
+  origin?: string
+}
+
+/** What one `forget` did (or, with `dryRun`, would do). */
+export interface ForgetResult {
+  /** The notes deleted, oldest first. */
+  deleted: Block[]
+  /** Ids asked for that are not stored (not an error; the rest were forgotten). */
+  unknown: string[]
+  /** Older notes that were superseded by a forgotten note and are current again. */
+  restored: string[]
+  /** Edges and vectors deleted with the notes. */
+  edges: number
+  vectors: number
+  dryRun: boolean
+  /**
+   * True when the WAL was emptied after the commit, so no old page image is left anywhere. False
+   * when another process kept reading the WAL for the whole wait; the next checkpoint (or
+   * `stablemem vacuum`) completes it.
+   */
+  walCleared: boolean
+}
+
+/** What `vacuum` did. */
+export interface VacuumResult {
+  /** Store file plus WAL, in bytes, before and after. */
+  bytesBefore: number
+  bytesAfter: number
+  walCleared: boolean
+}
+
+/** What the store lends this module. */
+export interface ForgetHost {
+  db: DatabaseSync
+  stmt(key: string, sql: string): StatementSync
+  now(): number
+  /** Keys notes that have no near-duplicate key yet (see `NearKeys.fill`). */
+  fillNearKeys(): void
+  /** Store file plus WAL size in bytes. */
+  fileBytes(): number
+  /** The connection's busy timeout, restored after the checkpoint's shorter waits. */
+  busyTimeoutMs: number
+}
+
+/** How long, in all, the checkpoint after a forget waits for readers of the WAL to move on. */
+const CHECKPOINT_WAIT_MS = 2_000
+/**
+ * The busy timeout of one checkpoint attempt. A TRUNCATE checkpoint holds the write lock while it
+ * waits for readers, so a long wait would stall other processes' commits; short attempts let them in.
+ */
+const CHECKPOINT_ATTEMPT_MS = 50
+
+/**
+ * Deletes the target notes in one transaction (see the module comment for what goes with them),
+ * then empties the WAL. An empty filter and a malformed target are refused before anything is
+ * read; ids that are not stored are reported in `unknown`.
+ */
+export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: ForgetOptions = {}): ForgetResult {
+  const selection = parseTarget(target)
+  const restore = options.restoreSuperseded ?? true
+  const withDuplicates = options.withDuplicates ?? true
+  const dryRun = options.dryRun ?? false
+  const origin = checkOrigin(options.origin ?? '')
+  const { db } = host
+  db.exec('CREATE TEMP TABLE IF NOT EXISTS stablemem_forget (id TEXT PRIMARY KEY, rid INTEGER NOT NULL)')
+  db.exec('BEGIN IMMEDIATE')
+  let result: ForgetResult
+  try {
+    db.exec('DELETE FROM temp.stablemem_forget')
+    let unknown: string[] = []
+    if (selection.kind === 'ids') {
+      host.stmt('forget.pickIds', `INSERT OR IGNORE INTO temp.stablemem_forget (id, rid)
+        SELECT id, rowid FROM blocks WHERE id IN (SELECT value FROM json_each(?))`).run(JSON.stringify(selection.ids))
+      const found = new Set((host.stmt('forget.picked', 'SELECT id FROM temp.stablemem_forget').all() as Array<{ id: string }>).map((r) => String(r.id)))
+      unknown = selection.ids.filter((id) => !found.has(id))
+      if (withDuplicates && found.size > 0) {
+        host.fillNearKeys()
+        host.stmt('forget.pickDuplicates', `INSERT OR IGNORE INTO temp.stablemem_forget (id, rid)
+          SELECT b.id, b.rowid FROM blocks b WHERE b.near_key IN (
+            SELECT k.near_key FROM blocks k JOIN temp.stablemem_forget f ON f.rid = k.rowid WHERE k.near_key <> '')`).run()
+      }
+    } else {
+      const { where, params } = filterSql(selection.filter)
+      db.prepare(`INSERT OR IGNORE INTO temp.stablemem_forget (id, rid) SELECT id, rowid FROM blocks ${where}`).run(...params)
+    }
+    const deleted = readDeleted(host)
+    const restored = restore ? respliceSuccessors(host) : []
+    const everything = selection.kind === 'filter' && selection.filter.all === true
+    const counts = dryRun ? countRefs(host) : deleteRefs(host, origin, everything)
+    // A contentless FTS5 delete only marks the row; rewriting the index drops its terms. Forgetting
+    // everything drops the whole index instead, which needs no rewrite.
+    if (!dryRun && deleted.length > 0 && !everything) db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
+    db.exec(dryRun ? 'ROLLBACK' : 'COMMIT')
+    result = { deleted, unknown, restored, ...counts, dryRun, walCleared: false }
+  } catch (error) {
+    if (db.isTransaction) db.exec('ROLLBACK')
+    throw error
+  }
+  if (!dryRun && result.deleted.length > 0) result.walCleared = clearWal(db, host.busyTimeoutMs)
+  return result
+}
+
+/**
+ * Rewrites the full-text index, rebuilds the file without free pages (SQLite `VACUUM`, which
+ * also drops any free-page residue left by releases before secure deletion) and empties the WAL.
+ */
+export function vacuumStore(host: ForgetHost): VacuumResult {
+  const bytesBefore = host.fileBytes()
+  host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
+  host.db.exec('VACUUM')
+  const walCleared = clearWal(host.db, host.busyTimeoutMs)
+  return { bytesBefore, bytesAfter: host.fileBytes(), walCleared }
+}
+
+type Selection = { kind: 'ids', ids: string[] } | { kind: 'filter', filter: ForgetFilter }
+
+/** Checks the target's shape; every refusal names what is wrong. */
+function parseTarget(target: ForgetTarget): Selection {
+  if (typeof target === 'string') return { kind: 'ids', ids: [checkId(target, 'id')] }
+  if (Array.isArray(target)) {
+    if (target.length === 0) throw new StableMemError('invalid_input', 'forget: the id list is empty')
+    return { kind: 'ids', ids: [...new Set(target.map((id, i) => checkId(id, `ids[${i}]`)))] }
+  }
+  if (target === null || typeof target !== 'object') {
+    throw new StableMemError('invalid_input', 'forget: the target must be an id, a list of ids or a filter ({scene}, {source}, {before} or {all: true})')
+  }
+  const filter = target as Record<string, unknown>
+  const known = ['scene', 'source', 'before', 'all']
+  const unknownKeys = Object.keys(filter).filter((k) => !known.includes(k))
+  if (unknownKeys.length > 0) throw new StableMemError('invalid_input', `forget: unknown filter field ${unknownKeys[0]} (use scene, source, before or all)`)
+  const given = known.filter((k) => filter[k] !== undefined)
+  if (given.length === 0) throw new StableMemError('invalid_input', 'forget: the filter is empty; to forget every note pass {all: true}')
+  if (filter.all !== undefined) {
+    if (filter.all !== true) throw new StableMemError('invalid_input', 'forget: all must be true')
+    if (given.length > 1) throw new StableMemError('invalid_input', 'forget: all cannot be combined with another filter field')
+    return { kind: 'filter', filter: { all: true } }
+  }
+  const out: ForgetFilter = {}
+  for (const field of ['scene', 'source'] as const) {
+    const value = filter[field]
+    if (value === undefined) continue
+    if (typeof value !== 'string' || value.trim() === '') throw new StableMemError('invalid_input', `forget: ${field} must be a non-empty string`)
+    out[field] = value.normalize('NFC').trim()
+  }
+  if (filter.before !== undefined) out.before = parseTime(filter.before)
+  return { kind: 'filter', filter: out }
+}
+
+function checkId(value: unknown, field: string): string {
+  if (typeof value !== 'string') throw new StableMemError('invalid_input', `forget: ${field} must be a string`)
+  const id = value.trim()
+  if (!isBlockId(id)) throw new StableMemError('invalid_input', `forget: ${field} "${id.slice(0, 40)}" is not a block id (blk_ followed by 24 hex digits)`)
+  return id
+}
+
+/** A time as ms since the epoch; refuses anything that is not a real instant. */
+function parseTime(value: unknown): number {
+  const ms = value instanceof Date ? value.getTime()
+    : typeof value === 'number' ? value
+      : typeof value === 'string' && value.trim() !== '' ? Date.parse(value.trim())
+        : Number.NaN
+  if (!Number.isFinite(ms)) throw new StableMemError('invalid_input', `forget: before must be a time (ms since the epoch or an ISO 8601 date), not ${JSON.stringify(String(value)).slice(0, 60)}`)
+  return ms
+}
+
+function checkOrigin(origin: string): string {
+  if (typeof origin !== 'string') throw new StableMemError('invalid_input', 'forget: origin must be a string')
+  return origin.slice(0, 256)
+}
+
+function filterSql(filter: ForgetFilter): { where: string, params: Array<string | number> } {
+  const clauses: string[] = []
+  const params: Array<string | number> = []
+  if (filter.scene !== undefined) { clauses.push("scene = ? AND scene <> ''"); params.push(filter.scene) }
+  if (filter.source !== undefined) { clauses.push('source = ?'); params.push(filter.source) }
+  if (filter.before !== undefined) { clauses.push('created_at < ?'); params.push(filter.before as number) }
+  return { where: clauses.length === 0 ? '' : `WHERE ${clauses.join(' AND ')}`, params }
+}
+
+function readDeleted(host: ForgetHost): Block[] {
+  const rows = host.stmt('forget.read', `SELECT b.id, b.text, b.source, b.scene, b.semantic_type, b.created_at, b.updated_at,
+    b.access_count, b.last_access_at, b.superseded_by FROM blocks b JOIN temp.stablemem_forget f ON f.rid = b.rowid ORDER BY b.rowid`).all()
+  return rows.map((r) => ({
+    id: String(r.id), text: String(r.text), source: String(r.source), scene: String(r.scene), semanticType: String(r.semantic_type),
+    createdAt: Number(r.created_at), updatedAt: Number(r.updated_at), accessCount: Number(r.access_count),
+    lastAccessAt: r.last_access_at === null ? null : Number(r.last_access_at), supersededBy: r.superseded_by === null ? null : String(r.superseded_by),
+  }))
+}
+
+/**
+ * Splices forgotten notes out of supersede chains: a kept note that a forgotten one superseded
+ * now points at the forgotten note's own successor (following chains through several forgotten
+ * notes), or becomes current when there is none. Returns the notes that became current.
+ */
+function respliceSuccessors(host: ForgetHost): string[] {
+  const successor = new Map((host.stmt('forget.successors', `SELECT b.id, b.superseded_by FROM blocks b
+    JOIN temp.stablemem_forget f ON f.rid = b.rowid`).all() as Array<{ id: string, superseded_by: string | null }>)
+    .map((r) => [String(r.id), r.superseded_by === null ? null : String(r.superseded_by)]))
+  const affected = host.stmt('forget.affected', `SELECT id, superseded_by FROM blocks WHERE superseded_by IN (SELECT id FROM temp.stablemem_forget)
+    AND rowid NOT IN (SELECT rid FROM temp.stablemem_forget)`).all() as Array<{ id: string, superseded_by: string }>
+  const update = host.stmt('forget.resplice', 'UPDATE blocks SET superseded_by = ? WHERE id = ?')
+  const edge = host.stmt('forget.resupersede', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
+    VALUES ('block', ?, 'block', ?, 'supersedes', ?) ON CONFLICT DO NOTHING`)
+  const restored: string[] = []
+  const now = host.now()
+  for (const row of affected) {
+    let next: string | null = String(row.superseded_by)
+    const seen = new Set<string>()
+    while (next !== null && successor.has(next) && !seen.has(next)) {
+      seen.add(next)
+      next = successor.get(next)!
+    }
+    if (next !== null && successor.has(next)) next = null // a cycle made only of forgotten notes
+    update.run(next, row.id)
+    if (next === null) restored.push(String(row.id))
+    else edge.run(next, row.id, now)
+  }
+  return restored
+}
+
+function countRefs(host: ForgetHost): { edges: number, vectors: number } {
+  const row = host.stmt('forget.countRefs', `SELECT
+    (SELECT count(*) FROM edges WHERE (source_kind = 'block' AND source_id IN (SELECT id FROM temp.stablemem_forget))
+      OR (target_kind = 'block' AND target_id IN (SELECT id FROM temp.stablemem_forget))) AS edges,
+    (SELECT count(*) FROM vectors WHERE block_id IN (SELECT id FROM temp.stablemem_forget)) AS vectors`).get() as { edges: number, vectors: number }
+  return { edges: Number(row.edges), vectors: Number(row.vectors) }
+}
+
+/** Deletes the selected notes and everything that refers to them, and writes their tombstones. */
+function deleteRefs(host: ForgetHost, origin: string, everything: boolean): { edges: number, vectors: number } {
+  const run = (key: string, sql: string, ...params: Array<string | number>): number => Number(host.stmt(key, sql).run(...params).changes)
+  let edges = run('forget.edgesOut', `DELETE FROM edges WHERE source_kind = 'block' AND source_id IN (SELECT id FROM temp.stablemem_forget)`)
+  edges += run('forget.edgesIn', `DELETE FROM edges WHERE target_kind = 'block' AND target_id IN (SELECT id FROM temp.stablemem_forget)`)
+  // A centroid is the mean of its space's vectors, so it carries a trace of every note in it; it is
+  // rebuilt from the remaining vectors after the next vector write.
+  run('forget.centroids', `DELETE FROM centroids WHERE (model, dims) IN (SELECT DISTINCT model, dims FROM vectors
+    WHERE block_id IN (SELECT id FROM temp.stablemem_forget))`)
+  const vectors = run('forget.vectors', 'DELETE FROM vectors WHERE block_id IN (SELECT id FROM temp.stablemem_forget)')
+  if (everything) host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('delete-all')")
+  else run('forget.fts', 'DELETE FROM blocks_fts WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
+  run('forget.tombstones', `INSERT INTO tombstones (id, forgotten_at, origin) SELECT id, ?, ? FROM temp.stablemem_forget WHERE true
+    ON CONFLICT(id) DO UPDATE SET forgotten_at = excluded.forgotten_at, origin = excluded.origin`, host.now(), origin)
+  run('forget.blocks', 'DELETE FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
+  return { edges, vectors }
+}
+
+/**
+ * A TRUNCATE checkpoint: copies every WAL frame into the file and cuts the WAL to zero bytes.
+ * While another connection reads an older snapshot it cannot finish; retried with short pauses,
+ * never an error (SQLITE_BUSY is not passed on). True when the WAL is empty.
+ */
+function clearWal(db: DatabaseSync, busyTimeoutMs: number): boolean {
+  const deadline = Date.now() + CHECKPOINT_WAIT_MS
+  const pause = new Int32Array(new SharedArrayBuffer(4))
+  db.exec(`PRAGMA busy_timeout = ${CHECKPOINT_ATTEMPT_MS}`)
+  try {
+    for (;;) {
+      try {
+        const row = db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number } | undefined
+        if (row === undefined || Number(row.busy) === 0) return true
+      } catch (error) {
+        const code = ((error as { errcode?: number }).errcode ?? 0) % 256
+        if (code !== SQLITE_BUSY && code !== SQLITE_LOCKED) throw error
+      }
+      if (Date.now() >= deadline) return false
+      Atomics.wait(pause, 0, 0, 20)
+    }
+  } finally {
+    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
+  }
+}
+
+/** SQLite result codes of a checkpoint that could not get its locks in time. */
+const SQLITE_BUSY = 5
+const SQLITE_LOCKED = 6

@@ -1,0 +1,159 @@
+/**
+ * `BlockStore.forget` on real files: what a target selects, what goes with a note (index entries,
+ * vectors, edges in both directions, centroid), supersede chains, near-duplicates, tombstones and
+ * import, dry runs, and the refusals of bad targets.
+ */
+import t, { type Test } from 'tap'
+import { vectorIndexFor } from '../../lib/embed/vector-index.ts'
+import { recallBlocks } from '../../lib/recall/recall.ts'
+import { blockId } from '../../lib/store/block-id.ts'
+import { BlockStore } from '../../lib/store/store.ts'
+import { exportJsonl, importJsonl } from '../../lib/store/transfer.ts'
+import { tempStorePath } from '../helpers/harness.ts'
+
+function open(t: Test, options: ConstructorParameters<typeof BlockStore>[1] = {}): BlockStore {
+  const store = new BlockStore(tempStorePath('forget'), options)
+  t.teardown(() => store.close())
+  return store
+}
+
+const ids = (blocks: ReadonlyArray<{ id: string }>) => blocks.map((b) => b.id)
+
+t.test('forgetting one note deletes its row, index entries, vectors, edges both ways and tombstones it', async (t) => {
+  const store = open(t)
+  const { id } = store.commit({ text: 'billing 服务端口 8499，部署在 10.3.7.9', scene: 'ops' })
+  const other = store.commit({ text: 'redis 端口 6380' }).id
+  store.link({ sourceKind: 'block', sourceId: id, targetKind: 'scene', targetId: 'ops', type: 'in' })
+  store.link({ sourceKind: 'scene', sourceId: 'ops', targetKind: 'block', targetId: id, type: 'contains' })
+  store.link({ sourceKind: 'block', sourceId: other, targetKind: 'block', targetId: id, type: 'related' })
+  store.vectors.put('m', 2, [{ blockId: id, lang: 'zh', vector: new Uint8Array(8) }, { blockId: other, lang: 'zh', vector: new Uint8Array(8) }])
+  store.vectors.putCentroid('m', 2, new Uint8Array(8), 2)
+  t.equal(recallBlocks(store, 'billing 端口 8499')[0]?.id, id)
+
+  t.equal(vectorIndexFor(store, 'm', 2).size, 2)
+  const result = store.forget(id)
+  t.same(ids(result.deleted), [id])
+  t.equal(result.deleted[0]!.text, 'billing 服务端口 8499，部署在 10.3.7.9', 'the report carries what was deleted')
+  t.same({ unknown: result.unknown, restored: result.restored, edges: result.edges, vectors: result.vectors, dryRun: result.dryRun },
+    { unknown: [], restored: [], edges: 3, vectors: 1, dryRun: false })
+  t.equal(store.get(id), undefined)
+  t.same(store.edgesOf('block', id), [], 'no edge in either direction')
+  t.equal(store.edgesOf('scene', 'ops').length, 0)
+  t.equal(store.vectors.count('m', 2), 1, 'its vector is gone, the other note\'s stays')
+  t.equal(vectorIndexFor(store, 'm', 2).size, 1, 'and out of the in-memory vector index')
+  t.equal(store.vectors.centroid('m', 2), undefined, 'the centroid that averaged it is dropped')
+  t.equal(store.matchCount('"8499"'), 0, 'the index no longer matches it')
+  t.same(recallBlocks(store, 'billing 端口 8499').map((h) => h.id).filter((h) => h === id), [])
+  t.equal(store.count(), 1)
+  t.ok(store.isForgotten(id))
+  t.same(store.integrityCheck(), ['ok'])
+  t.equal(store.commit({ text: 'billing 服务端口 8499，部署在 10.3.7.9' }).created, true, 'saving it again later is a new, deliberate note')
+  t.notOk(store.isForgotten(id))
+})
+
+t.test('a list with unknown ids forgets the rest and reports them; bad targets are refused', async (t) => {
+  const store = open(t)
+  const a = store.commit({ text: 'note a' }).id
+  const b = store.commit({ text: 'note b' }).id
+  const missing = blockId('never stored')
+  const result = store.forget([a, missing, b, a])
+  t.same(ids(result.deleted), [a, b])
+  t.same(result.unknown, [missing])
+  t.same(store.forget(missing).deleted, [], 'only unknown ids: nothing deleted, no error')
+  t.throws(() => store.forget([]), { code: 'invalid_input', message: /empty/ })
+  t.throws(() => store.forget('blk_nothex'), { code: 'invalid_input', message: /not a block id/ })
+  t.throws(() => store.forget([a, 42 as unknown as string]), { code: 'invalid_input', message: /ids\[1\] must be a string/ })
+  t.throws(() => store.forget({}), { code: 'invalid_input', message: /filter is empty.*all: true/ })
+  t.throws(() => store.forget({ scene: '' }), { code: 'invalid_input', message: /scene/ })
+  t.throws(() => store.forget({ all: false as unknown as true }), { code: 'invalid_input' })
+  t.throws(() => store.forget({ all: true, scene: 'x' }), { code: 'invalid_input', message: /combined/ })
+  t.throws(() => store.forget({ before: 'yesterday-ish' }), { code: 'invalid_input', message: /before must be a time/ })
+  t.throws(() => store.forget({ sceen: 'x' } as never), { code: 'invalid_input', message: /unknown filter field sceen/ })
+  t.throws(() => store.forget(null as never), { code: 'invalid_input' })
+})
+
+t.test('filters: scene, source, before (AND), all; a filter that matches nothing is not an error', async (t) => {
+  let clock = 1_000
+  const store = open(t, { now: () => clock })
+  const old = store.commit({ text: 'old ops note', scene: 'ops', source: 'cli' }).id
+  clock = 2_000
+  const ops = store.commit({ text: 'new ops note', scene: 'ops', source: 'model' }).id
+  const chat = store.commit({ text: 'chat note', scene: 'chat', source: 'model' }).id
+  const loose = store.commit({ text: 'no scene note', source: 'user' }).id
+  t.same(ids(store.forget({ scene: 'nope' }).deleted), [], 'no match: nothing deleted')
+  t.same(ids(store.forget({ scene: 'ops', before: 1_500 }, { dryRun: true }).deleted), [old], 'AND of fields')
+  t.same(ids(store.forget({ before: new Date(1_500).toISOString() }, { dryRun: true }).deleted), [old], 'ISO time')
+  t.same(ids(store.forget({ source: 'model' }).deleted), [ops, chat])
+  t.same(ids(store.forget({ scene: 'ops' }).deleted), [old])
+  t.same(ids(store.forget({ all: true }).deleted), [loose])
+  t.equal(store.count(), 0)
+})
+
+t.test('a dry run reports exactly what forget would do and changes nothing', async (t) => {
+  const store = open(t)
+  const a = store.commit({ text: 'port 1111', scene: 's' }).id
+  const b = store.commit({ text: 'port 2222', scene: 's', supersedes: a }).id
+  const dry = store.forget({ scene: 's' }, { dryRun: true })
+  t.same({ ...dry, deleted: ids(dry.deleted) }, { deleted: [a, b], unknown: [], restored: [], edges: 1, vectors: 0, dryRun: true, walCleared: false })
+  t.equal(store.count(), 2)
+  t.equal(store.get(b)!.supersededBy, null)
+  t.equal(store.get(a)!.supersededBy, b)
+  t.notOk(store.isForgotten(a))
+  const dryOne = store.forget(b, { dryRun: true })
+  t.same(dryOne.restored, [a], 'the dry run names the note that would come back')
+  t.equal(store.get(a)!.supersededBy, b, '…without bringing it back')
+})
+
+t.test('forgetting a correction restores what it replaced, unless restoreSuperseded is false; chains are spliced', async (t) => {
+  const store = open(t)
+  const v1 = store.commit({ text: 'gateway port 8001' }).id
+  const v2 = store.commit({ text: 'gateway port 8002', supersedes: v1 }).id
+  t.same(recallBlocks(store, 'gateway port').map((h) => h.id), [v2])
+  t.same(store.forget(v2).restored, [v1])
+  t.equal(store.get(v1)!.supersededBy, null)
+  t.same(recallBlocks(store, 'gateway port').map((h) => h.id), [v1], 'the older value is recalled again')
+
+  const w1 = store.commit({ text: 'proxy port 9001' }).id
+  const w2 = store.commit({ text: 'proxy port 9002', supersedes: w1 }).id
+  t.same(store.forget(w2, { restoreSuperseded: false }).restored, [])
+  t.equal(store.get(w1)!.supersededBy, w2, 'stays retired, naming the forgotten successor')
+  t.notOk(recallBlocks(store, 'proxy port 9001').some((h) => h.id === w1), 'and out of recall')
+
+  const x1 = store.commit({ text: 'cache port 7001' }).id
+  const x2 = store.commit({ text: 'cache port 7002', supersedes: x1 }).id
+  const x3 = store.commit({ text: 'cache port 7003', supersedes: x2 }).id
+  t.same(store.forget(x2).restored, [], 'the middle of a chain: nothing becomes current')
+  t.equal(store.get(x1)!.supersededBy, x3, 'the oldest now points at the newest')
+  t.ok(store.edgesOf('block', x1).some((e) => e.sourceId === x3 && e.type === 'supersedes'), 'with a supersedes edge')
+  t.same(store.forget([x3]).restored, [x1])
+})
+
+t.test('forgetting a note by id takes its near-duplicates with it, unless withDuplicates is false', async (t) => {
+  const store = open(t, { duplicates: 'keep' })
+  const a = store.commit({ text: 'The VPN password is hunter2.' }).id
+  const b = store.commit({ text: 'the vpn password is hunter2' })
+  t.equal(b.duplicateOf, a)
+  const c = store.commit({ text: 'the vpn password is hunter3' })
+  t.equal(c.duplicateOf, undefined, 'another value is another note')
+  t.same(ids(store.forget(a, { withDuplicates: false, dryRun: true }).deleted), [a])
+  t.same(ids(store.forget(a).deleted), [a, b.id])
+  t.ok(store.get(c.id))
+})
+
+t.test('import skips forgotten notes and their edges unless includeForgotten', async (t) => {
+  const store = open(t)
+  const keep = store.commit({ text: 'keep me 1' }).id
+  const gone = store.commit({ text: 'forget me 2' }).id
+  store.link({ sourceKind: 'block', sourceId: keep, targetKind: 'block', targetId: gone, type: 'related' })
+  const backup = [...exportJsonl(store)]
+  store.forget(gone)
+  t.notOk([...exportJsonl(store)].some((line) => line.includes(gone) || line.includes('forget me')), 'the export no longer has it')
+  const result = await importJsonl(store, backup)
+  t.match(result, { blocksCreated: 0, blocksMerged: 1, blocksForgotten: 1, edgesForgotten: 1, edgesCreated: 0 })
+  t.equal(result.failure, undefined)
+  t.equal(store.get(gone), undefined, 'an older export does not bring it back')
+  const again = await importJsonl(store, backup, { includeForgotten: true })
+  t.match(again, { blocksCreated: 1, edgesCreated: 1 })
+  t.equal(again.blocksForgotten, undefined)
+  t.ok(store.get(gone), 'asked for explicitly, it comes back')
+})
