@@ -1,6 +1,7 @@
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import Schema from '@deepseek-ai/schemastery'
+import { MAX_VECTOR_DIMS } from './embed/types.ts'
 import type { SecretsPolicy } from './secrets.ts'
 import type { DuplicatePolicy } from './store/duplicates.ts'
 
@@ -106,7 +107,7 @@ export const EmbedConfig: Schema<EmbedConfig> = Schema.object({
     .description('API key of the endpoint. Prefer `apiKeyEnv` so the key stays out of config files.'),
   apiKeyEnv: Schema.string().pattern(/^[A-Za-z_][A-Za-z0-9_]*$|^$/).default('')
     .description('Name of the environment variable holding the API key, read when the plugin starts (used when `apiKey` is empty).'),
-  dims: Schema.natural().max(65_536).default(0)
+  dims: Schema.natural().max(MAX_VECTOR_DIMS).default(0)
     .description('Expected vector length; an answer of another length is rejected. 0: taken from the first answer.'),
   languages: Schema.array(Schema.string().pattern(/^[a-z]{2,3}$/)).default(['en'])
     .description('Languages the model handles well (`en`, `zh`, …). Vectors take part in recall only for queries and notes in these languages; others get the lexical result.'),

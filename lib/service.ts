@@ -16,6 +16,8 @@ import { isAbstention } from './recall/abstain.ts'
 import { recallBlocksHybrid } from './recall/hybrid.ts'
 import { DEGRADED_REASONS, type DegradedReason, type HybridHits } from './recall/types.ts'
 import type { CapturePiece, CaptureResult, LayerStats, Origin } from './store/layers.ts'
+import { AccessRecorder, type AccessStats } from './store/access.ts'
+import { failureKind, transientReason } from './store/failure.ts'
 import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
@@ -28,10 +30,14 @@ declare module '@deepseek-ai/cordis' {
 }
 
 /** `stats()` of the service: the store's counts plus the plugin's own health counters. */
-export interface ServiceStats extends Partial<StoreStats> {
+export interface ServiceStats extends Partial<StoreStats>, Partial<AccessStats> {
   /** False when the store could not be opened; `error` says why. The agent runs on without memory. */
   available: boolean
   error?: string
+  /** Calls that failed for a reason that passes (full disk, I/O error, lock); memory stayed on and retried. */
+  transientFailures: number
+  /** Set while the last store call failed that way; cleared by the next call that writes. */
+  transientError?: string
   /** Turns whose recall failed (logged; the turn went on without notes). */
   recallFailures: number
   /** Recall messages injected into turns. */
@@ -79,7 +85,10 @@ export class StableMem extends Service {
   private readonly config: Config
   private readonly storePath: string
   private store: BlockStore | undefined
+  private access: AccessRecorder | undefined
   private failure: string | undefined
+  private transient: string | undefined
+  private transientCount = 0
   private recallFailureCount = 0
   private injectionCount = 0
   private hybridCount = 0
@@ -119,6 +128,7 @@ export class StableMem extends Service {
   async [Service.init](): Promise<void> {
     try {
       this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets, duplicates: this.config.duplicates })
+      this.access = new AccessRecorder(this.store)
       if (this.embedder) {
         const logger = this.ctx.logger('stablemem')
         this.vectorizer = new BlockVectorizer(this.store, this.embedder, {
@@ -140,13 +150,15 @@ export class StableMem extends Service {
    */
   async commit(input: CommitInput): Promise<CommitResult> {
     const result = this.use((store) => store.commit(input))
+    this.recovered()
     if (result.created) this.vectorizer?.enqueue([result.id])
     return result
   }
 
   /**
    * Recalls up to `topK` notes for a query, best first. Returned notes count as accesses unless
-   * `recordAccess` is false (then call `recordAccess` for the ones actually used). With an
+   * `recordAccess` is false (then call `recordAccess` for the ones actually used); counting never
+   * waits for another process's write lock (see `recordAccess`). With an
    * embedder, vectors take part when they can; otherwise the lexical result is returned and the
    * reason counted (see `stats().recallDegraded`). When the query names a specific exact string
    * the store lacks, the result is empty and carries a non-enumerable `abstained` reason (`abstentionOf`).
@@ -154,19 +166,24 @@ export class StableMem extends Service {
   async recall(query: string, options: { topK?: number, recordAccess?: boolean } = {}): Promise<HybridHits> {
     // A JavaScript caller can pass anything; recalling nothing for a number would hide its bug.
     if (typeof query !== 'string') throw new StableMemError('invalid_input', `query must be a string, not ${kindOf(query)}`)
+    if (options === null || typeof options !== 'object') throw new StableMemError('invalid_input', `options must be an object, not ${kindOf(options)}`)
     if (options.topK !== undefined && (typeof options.topK !== 'number' || Number.isNaN(options.topK))) {
       throw new StableMemError('invalid_input', `topK must be a number (1–100), not ${kindOf(options.topK)}`)
+    }
+    if (options.recordAccess !== undefined && typeof options.recordAccess !== 'boolean') {
+      throw new StableMemError('invalid_input', `recordAccess must be a boolean, not ${kindOf(options.recordAccess)}`)
     }
     const store = this.open()
     let hits: HybridHits
     try {
       hits = await recallBlocksHybrid(store, this.embedder, query, {
-        topK: options.topK, recordAccess: options.recordAccess ?? true,
+        topK: options.topK, recordAccess: false,
         budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
       })
     } catch (error) {
       throw this.failed(store, error)
     }
+    if (options.recordAccess ?? true) this.countAccess(hits.map((h) => h.id))
     if (isAbstention(hits)) return hits
     this.lastDegraded = hits.degraded
     if (hits.degraded) this.degradedCounts[hits.degraded]++
@@ -219,9 +236,32 @@ export class StableMem extends Service {
     return this.use((store) => store.layers.firstOrigins(ids))
   }
 
-  /** Counts these notes as accessed (count and time), e.g. the ones a caller showed to the model. */
+  /**
+   * Counts these notes as accessed (count and time), e.g. the ones a caller showed to the model.
+   * Never waits for another process's write lock: while one holds it the counts wait in memory and
+   * are written with the next recording (`stats().accessDeferred`).
+   */
   async recordAccess(ids: readonly string[]): Promise<void> {
-    this.use((store) => store.recordAccess(ids))
+    if (!Array.isArray(ids)) throw new StableMemError('invalid_input', `ids must be an array of block ids, not ${kindOf(ids)}`)
+    ids.forEach((id, i) => {
+      if (typeof id !== 'string') throw new StableMemError('invalid_input', `ids[${i}] must be a block id string, not ${kindOf(id)}`)
+    })
+    this.open()
+    this.countAccess(ids)
+  }
+
+  /** Best-effort access counting (see `recordAccess`); the file's damage still disables memory. */
+  private countAccess(ids: readonly string[]): void {
+    if (ids.length === 0 || !this.access) return
+    const store = this.open()
+    try {
+      if (this.access.record(ids)) this.recovered()
+    } catch (error) {
+      // The counts stay waiting in the recorder; only damage is worth failing the caller for.
+      const refusal = this.failed(store, error)
+      if (failureKind(error) === 'damage') throw refusal
+      this.ctx.logger('stablemem').warn('access counts not written yet: %s', error instanceof Error ? error.message : String(error))
+    }
   }
 
   /** Resolves when every queued note has its vector (or failed); for tests, the CLI and shutdown. */
@@ -258,17 +298,22 @@ export class StableMem extends Service {
 
   /** The stored block with this id, or undefined. */
   async get(id: string): Promise<Block | undefined> {
+    if (typeof id !== 'string') throw new StableMemError('invalid_input', `id must be a string, not ${kindOf(id)}`)
     return this.use((store) => store.get(id))
   }
 
   /** Records an edge between two nodes (idempotent per source, target and type). */
   async link(edge: EdgeInput): Promise<{ created: boolean }> {
-    return this.use((store) => store.link(edge))
+    const result = this.use((store) => store.link(edge))
+    this.recovered()
+    return result
   }
 
   /** Counts, file facts and health; never throws. */
   async stats(): Promise<ServiceStats> {
     const health = {
+      transientFailures: this.transientCount,
+      ...(this.transient === undefined ? {} : { transientError: this.transient }),
       recallFailures: this.recallFailureCount,
       injections: this.injectionCount,
       hybridRecalls: this.hybridCount,
@@ -282,7 +327,7 @@ export class StableMem extends Service {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
     }
     try {
-      return { available: true, ...this.store.stats(), layers: this.store.layers.stats(), ...health }
+      return { available: true, ...this.store.stats(), layers: this.store.layers.stats(), ...health, ...this.access?.stats() }
     } catch (error) {
       const refusal = this.failed(this.store, error)
       return { available: false, error: refusal instanceof Error ? refusal.message : String(refusal), path: this.storePath, ...health }
@@ -304,6 +349,11 @@ export class StableMem extends Service {
   /** Why the store is unavailable, if it is. */
   unavailableReason(): string | undefined {
     return this.store && !this.store.isClosed ? undefined : (this.failure ?? 'store is closed')
+  }
+
+  /** Why the last store call failed, while the failure is a passing one (full disk, I/O, lock); memory stays on. */
+  transientTrouble(): string | undefined {
+    return this.transient
   }
 
   /** Counts one failed recall (called by the pre-step listener). */
@@ -331,16 +381,34 @@ export class StableMem extends Service {
   }
 
   /**
-   * A store error that means the file itself is damaged or unusable (found after a clean open)
+   * Sorts a store error (`lib/store/failure.ts`). Damage to the file (found after a clean open)
    * disables memory for the rest of the fiber, logged once and reported by `stats()`, instead of
-   * failing every later turn. Refusals of the caller's input pass through unchanged.
+   * failing every later turn. A failure that passes (a full disk, an I/O error, a lock) leaves
+   * memory on: the call is refused with a plain message, `stats()` and the context line say so
+   * until a later write succeeds. Refusals of the caller's input pass through unchanged.
    */
   private failed(store: BlockStore, error: unknown): unknown {
-    if (error instanceof StableMemError || !isDamagedFile(error)) return error
+    if (error instanceof StableMemError) return error
+    const kind = failureKind(error)
+    if (kind === 'transient') {
+      const reason = transientReason(error)
+      if (this.transient === undefined) this.ctx.logger('stablemem').warn('memory could not use %s (%s); it retries on the next call', this.storePath, reason)
+      this.transient = reason
+      this.transientCount++
+      return new StableMemError('unavailable', `long-term memory could not write just now (${reason}); nothing stored was lost, and the next call tries again`, { cause: error })
+    }
+    if (kind !== 'damage') return error
     this.failure = `store ${this.storePath} is damaged or unusable: ${(error as Error).message}`
     this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)
     store.close()
     return new StableMemError('unavailable', `long-term memory is unavailable: ${this.failure}`, { cause: error })
+  }
+
+  /** A write succeeded: a passing failure is over. */
+  private recovered(): void {
+    if (this.transient === undefined) return
+    this.ctx.logger('stablemem').info('memory writes to %s again', this.storePath)
+    this.transient = undefined
   }
 
   private vectorStats(): VectorStats {
@@ -366,14 +434,4 @@ function kindOf(value: unknown): string {
   if (value === null) return 'null'
   if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${String(value)}`
   return typeof value === 'object' ? 'an object' : typeof value
-}
-
-/** SQLite result codes that mean the file, not the call, is the problem. */
-const DAMAGED_CODES = new Set([8 /* READONLY */, 10 /* IOERR */, 11 /* CORRUPT */, 13 /* FULL */, 14 /* CANTOPEN */, 26 /* NOTADB */])
-
-function isDamagedFile(error: unknown): boolean {
-  if (!(error instanceof Error)) return false
-  const code = (error as { errcode?: unknown }).errcode
-  if (typeof code === 'number' && DAMAGED_CODES.has(code & 0xff)) return true
-  return /malformed|not a database|vtable constructor failed/i.test(error.message)
 }

@@ -29,7 +29,7 @@ t.test('the built command (dist) runs with its shebang and package bin entry', a
   const saved = await runCli(['commit', 'redis 端口 6380 on cache-1', '--db', db], { entry: CLI_DIST })
   t.equal(saved.code, 0, saved.stderr)
   const hits = await runCli(['recall', '6380', '--db', db, '--json'], { entry: CLI_DIST })
-  t.match(JSON.parse(hits.stdout), [{ exact: true, text: 'redis 端口 6380 on cache-1' }])
+  t.match(JSON.parse(hits.stdout), { hits: [{ exact: true, text: 'redis 端口 6380 on cache-1' }] })
   const doctor = await runCli(['doctor', '--db', db], { entry: CLI_DIST })
   t.equal(doctor.code, 0, doctor.stdout)
 })

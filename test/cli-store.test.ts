@@ -59,7 +59,7 @@ t.test('export → import → export is lossless and import is idempotent', asyn
   t.same(dataLines(second), dataLines(first), 'importing twice changed nothing')
 
   const recall = await runCli(['recall', '8499', '--db', dst, '--json'])
-  t.equal((JSON.parse(recall.stdout) as Array<{ id: string }>)[0]?.id, blocks[0]!.id, 'imported blocks are indexed for recall')
+  t.equal((JSON.parse(recall.stdout) as { hits: Array<{ id: string }> }).hits[0]?.id, blocks[0]!.id, 'imported blocks are indexed for recall')
 
   const md = await runCli(['export', '--format', 'md', '--db', dst])
   t.match(md.stdout, /^# dsh-stablemem export\n\n3 blocks, 2 edges/)
@@ -128,7 +128,10 @@ t.test('doctor: healthy, missing, damaged, foreign, newer and unindexed stores',
   richStore(good).close()
   const healthy = await runCli(['doctor', '--db', good, '--json'])
   t.equal(healthy.code, 0)
-  t.same((JSON.parse(healthy.stdout) as Array<{ status: string }>).map((c) => c.status), ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok'])
+  const checks = JSON.parse(healthy.stdout) as Array<{ status: string, label: string }>
+  t.same(checks.map((c) => c.label), ['node', 'node:sqlite', 'fts5', 'integrity', 'schema', 'index', 'layers', 'writable', 'space', 'write test'])
+  t.same(checks.map((c) => c.status), ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok'])
+  t.same(readdirSync(dir).sort(), ['good.db'], 'the write probe is removed')
 
   const junk = join(dir, 'junk.db')
   writeFileSync(junk, 'this is not a database at all, just text'.repeat(200))

@@ -60,7 +60,7 @@ t.test('commit, get and recall: Chinese and English, exact pin, read-only recall
 
   const recalled = await runCli(['recall', '8499 是哪个服务的端口？', '--db', db, '--json'])
   t.equal(recalled.code, 0, recalled.stderr)
-  const hits = JSON.parse(recalled.stdout) as Array<{ id: string, score: number, exact: boolean, why: string }>
+  const { hits } = JSON.parse(recalled.stdout) as { hits: Array<{ id: string, score: number, exact: boolean, why: string }> }
   t.equal(hits[0]?.id, zhId.id)
   t.equal(hits[0]?.exact, true)
   t.ok(hits[0]!.score >= 1, 'pinned score')
@@ -73,7 +73,6 @@ t.test('commit, get and recall: Chinese and English, exact pin, read-only recall
   t.equal(typo.stdout, 'no record of 8494 (recall abstains)\none typo away, the store holds: 8499\n')
   const absent = await runCli(['recall', '19999 是哪个服务的端口？', '--db', db])
   t.equal(absent.stdout, 'no record of 19999 (recall abstains)\n')
-
   const after = JSON.parse((await runCli(['get', zhId.id, '--db', db, '--json'])).stdout) as { accessCount: number }
   t.equal(after.accessCount, 0, 'recall from the CLI is read-only')
 
@@ -88,13 +87,15 @@ t.test('refusals exit 1 with one line; reading a missing store creates nothing',
   for (const args of [['stats'], ['recall', 'x'], ['export'], ['get', 'blk_000000000000000000000000']]) {
     const r = await runCli([...args, '--db', db])
     t.equal(r.code, 1, `${args[0]} on a missing store fails`)
-    t.match(r.stderr, /^stablemem \w+: no store at .*m\.db \(nothing saved there yet/)
-    t.equal(r.stderr.trim().split('\n').length, 1)
+    t.equal(r.stderr, `stablemem ${args[0]}: no store at ${db}\n`, 'names the path it tried, and no advice to pass the --db that was passed')
   }
   t.notOk(existsSync(join(dir, 'none')), 'no file or directory was created')
+  const defaulted = await runCli(['stats'], { env: { DSH_HOME: join(dir, 'home') } })
+  t.equal(defaulted.stderr, `stablemem stats: no store at ${join(dir, 'home', 'stablemem', 'memory.db')} (the default path: nothing saved there yet; --db chooses another file)\n`)
   const empty = await runCli(['commit', '   ', '--db', join(dir, 'm.db')])
-  t.equal(empty.code, 1)
-  t.equal(empty.stderr, 'stablemem commit: text is empty\n')
+  t.equal(empty.code, 2, 'an empty text is a usage error')
+  t.equal(empty.stderr, 'stablemem commit: <text> is empty (see stablemem commit --help)\n')
+  t.equal((await runCli(['commit', '', '--db', join(dir, 'm.db')])).code, 2)
   const large = await runCli(['commit', 'x'.repeat(40_000), '--db', join(dir, 'm.db')])
   t.equal(large.code, 1)
   t.match(large.stderr, /limit is 32768/)
@@ -118,6 +119,6 @@ t.test('hostile recall queries never crash: FTS syntax, quotes, emoji, dashes', 
   for (const [i, query] of queries.entries()) {
     const r = await runCli(['recall', '--db', db, '--json', '--', query])
     t.equal(r.code, 0, `hostile query #${i + 1}: ${r.stderr}`) // no raw query in the message: U+2028 would split the TAP line
-    t.ok(Array.isArray(JSON.parse(r.stdout)))
+    t.ok(Array.isArray((JSON.parse(r.stdout) as { hits: unknown }).hits))
   }
 })

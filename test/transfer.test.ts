@@ -77,7 +77,7 @@ t.test('merging an existing block is idempotent and keeps the widest times', asy
   const base = { id: blockId('a note'), text: 'a note', source: 'old', scene: '', semanticType: '', createdAt: 100, updatedAt: 200, accessCount: 2, lastAccessAt: 150, supersededBy: null }
   store.transaction(() => store.importBlock(base))
   const newer = { ...base, source: 'new', createdAt: 300, updatedAt: 400, accessCount: 1, lastAccessAt: null }
-  for (let i = 0; i < 2; i++) t.same(store.transaction(() => store.importBlock(newer)), { created: false })
+  for (let i = 0; i < 2; i++) t.same(store.transaction(() => store.importBlock(newer)), { created: false, id: base.id })
   t.same(store.get(base.id), { ...base, source: 'new', updatedAt: 400 })
   const older = { ...base, source: 'older', createdAt: 50, updatedAt: 60, accessCount: 9, lastAccessAt: 900 }
   store.transaction(() => store.importBlock(older))

@@ -21,6 +21,8 @@ export interface CommandInput {
   values: Record<string, string | boolean | undefined>
   /** The store file: `--db`, else the plugin's default path. */
   db: string
+  /** True when `db` came from `--db`, false for the default path. */
+  dbGiven: boolean
   io: CliIo
 }
 

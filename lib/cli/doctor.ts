@@ -2,10 +2,11 @@
  * The checks behind `stablemem doctor`: can this Node run the store at all, and is the store
  * file sound? Each check ends in a plain sentence saying what is wrong and what to do. Nothing
  * here writes to the file, and `node:sqlite` is loaded dynamically so a Node without it gets a
- * diagnosis instead of a crash.
+ * diagnosis instead of a crash. The write test writes a small probe file beside the store (never
+ * in it) and removes it.
  */
-import { accessSync, constants, existsSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { accessSync, closeSync, constants, existsSync, fsyncSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 import { SCHEMA_VERSION } from '../store/schema.ts'
 
 /** The oldest Node this package supports (matches `engines` in package.json). */
@@ -63,7 +64,57 @@ export async function diagnose(path: string, env: DoctorEnv = realEnv): Promise<
   }
 
   checks.push(...checkStoreFile(sqlite, path))
+  checks.push(...checkSpace(path))
   return checks
+}
+
+/** Free space below which doctor fails: SQLite cannot finish a commit, so notes are not saved. */
+export const MIN_FREE_BYTES = 1 << 20
+/** Free space below which doctor warns. */
+export const LOW_FREE_BYTES = 64 << 20
+/** Bytes the write probe writes and syncs beside the store. */
+const PROBE_BYTES = 64 << 10
+
+/**
+ * Whether the folder of the store has room and takes writes: free space from the file system,
+ * and a real write (64 KiB written, synced and removed beside the store, never in it), because a
+ * full disk or a read-only mount passes every permission check.
+ */
+function checkSpace(path: string): Check[] {
+  const dir = nearestExisting(dirname(path))
+  const checks: Check[] = []
+  let free: number | undefined
+  try {
+    const fs = statfsSync(dir)
+    free = Number(fs.bavail) * Number(fs.bsize)
+  } catch { /* not every file system reports it; the write probe still runs */ }
+  if (free !== undefined) {
+    checks.push(free < MIN_FREE_BYTES
+      ? { status: 'fail', label: 'space', detail: `only ${kib(free)} free in ${dir}, so notes cannot be saved; free some space (memory recovers by itself, no restart needed)` }
+      : free < LOW_FREE_BYTES
+        ? { status: 'warn', label: 'space', detail: `${kib(free)} free in ${dir}; saving stops when the disk is full` }
+        : { status: 'ok', label: 'space', detail: `${kib(free)} free in ${dir}` })
+  }
+  const probe = join(dir, `.${basename(path)}.doctor-${process.pid}`)
+  let fd: number | undefined
+  try {
+    fd = openSync(probe, 'wx')
+    writeSync(fd, Buffer.alloc(PROBE_BYTES))
+    fsyncSync(fd)
+    checks.push({ status: 'ok', label: 'write test', detail: `${kib(PROBE_BYTES)} written and synced in ${dir}` })
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error'
+    const why = code === 'ENOSPC' || code === 'EDQUOT' ? 'the disk is full' : code === 'EROFS' ? 'the file system is read-only' : code === 'EACCES' || code === 'EPERM' ? 'permission denied' : (error as Error).message
+    checks.push({ status: 'fail', label: 'write test', detail: `cannot write in ${dir} (${why}, ${code}), so the plugin cannot save notes there` })
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+    rmSync(probe, { force: true })
+  }
+  return checks
+}
+
+function kib(bytes: number): string {
+  return bytes >= 1 << 30 ? `${(bytes / (1 << 30)).toFixed(1)} GiB` : bytes >= 1 << 20 ? `${(bytes / (1 << 20)).toFixed(1)} MiB` : `${Math.floor(bytes / 1024)} KiB`
 }
 
 function checkStoreFile(sqlite: typeof import('node:sqlite'), path: string): Check[] {
@@ -74,6 +125,7 @@ function checkStoreFile(sqlite: typeof import('node:sqlite'), path: string): Che
       : [{ status: 'fail', label: 'store', detail: `no store at ${path}, and ${dir} is not writable, so the plugin cannot create one` }]
   }
   let db: InstanceType<typeof sqlite.DatabaseSync>
+  const walFilesBefore = existsSync(`${path}-wal`) || existsSync(`${path}-shm`)
   try {
     db = new sqlite.DatabaseSync(path, { readOnly: true })
   } catch (error) {
@@ -112,6 +164,7 @@ function checkStoreFile(sqlite: typeof import('node:sqlite'), path: string): Che
     checks.push(layersCheck(db))
   } finally {
     db.close()
+    if (!walFilesBefore) removeIdleWalFiles(sqlite, path)
   }
   checks.push(writable(path)
     ? { status: 'ok', label: 'writable', detail: `${path} can be written` }
@@ -128,6 +181,19 @@ function layersCheck(db: import('node:sqlite').DatabaseSync): Check {
     (SELECT max(last_run_at) FROM kernel_runs WHERE name = 'cooling') AS cooled`).get() as { stable: number, cold: number, waiting: number, cooled: number | null }
   const cooled = row.cooled === null || Number(row.cooled) === 0 ? 'cooling has not run yet' : `cooling last ran ${new Date(Number(row.cooled)).toISOString()}`
   return { status: 'ok', label: 'layers', detail: `${row.stable} stable, ${row.cold} cold (${row.waiting} yielded no fact yet and wait for another try); ${cooled}` }
+}
+
+/**
+ * The read-only open had to create the WAL files; one plain open and close removes them again
+ * when no other connection uses them (SQLite deletes an empty WAL on the last close).
+ */
+function removeIdleWalFiles(sqlite: typeof import('node:sqlite'), path: string): void {
+  if (!existsSync(`${path}-wal`) && !existsSync(`${path}-shm`)) return
+  try {
+    const db = new sqlite.DatabaseSync(path)
+    db.prepare('SELECT 1 FROM sqlite_schema LIMIT 1').get()
+    db.close()
+  } catch { /* a read-only folder: nothing could have been created there */ }
 }
 
 function writable(path: string): boolean {

@@ -76,9 +76,11 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     if (parsed.positionals.length > max) throw new UsageError(`unexpected argument "${parsed.positionals[max]}"`)
     const db = typeof parsed.values.db === 'string' ? parsed.values.db : defaultStorePath(io.env)
     if (db.trim() === '') throw new UsageError('--db needs a path')
-    return await command.run({ args: parsed.positionals, values: parsed.values as Record<string, string | boolean | undefined>, db, io })
+    return await command.run({ args: parsed.positionals, values: parsed.values as Record<string, string | boolean | undefined>, db, dbGiven: typeof parsed.values.db === 'string', io })
   } catch (error) {
     if (error instanceof UsageError) return usageFailure(io, error.message, name)
+    // The output stream reports its own failure once ('error' listener in main.ts).
+    if (isOutputError(error)) return 1
     if ((error as NodeJS.ErrnoException).code === 'ERR_UNKNOWN_BUILTIN_MODULE') {
       println(io.stderr, `stablemem ${name}: this Node (${process.versions.node}) has no node:sqlite; run \`stablemem doctor\` for details`)
       return 1
@@ -86,6 +88,20 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     println(io.stderr, `stablemem ${name}: ${error instanceof StableMemError ? error.message : firstLine(error)}`)
     return 1
   }
+}
+
+/** Errors of writing the output: the reader went away (EPIPE) or the disk is full (ENOSPC). */
+const OUTPUT_ERRORS = new Set(['EPIPE', 'ENOSPC', 'EIO', 'EDQUOT', 'ERR_STREAM_DESTROYED'])
+
+function isOutputError(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  return typeof code === 'string' && OUTPUT_ERRORS.has(code) && (error as NodeJS.ErrnoException).syscall !== 'open'
+}
+
+/** The one line printed when standard output cannot be written. */
+export function outputFailure(name: string, error: NodeJS.ErrnoException): string {
+  const why = error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED' ? 'the reader closed the pipe' : error.code === 'ENOSPC' ? 'no space left on device' : error.message
+  return `stablemem${name === '' ? '' : ` ${name}`}: output stopped: ${why} (${error.code ?? 'error'})`
 }
 
 function usageFailure(io: CliIo, message: string, name: string | undefined): number {

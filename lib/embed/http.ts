@@ -1,6 +1,6 @@
 import { request, type Dispatcher } from 'undici'
 import { CircuitBreaker } from './breaker.ts'
-import { EmbedError, type EmbedOptions, type Embedder } from './types.ts'
+import { EmbedError, MAX_VECTOR_DIMS, type EmbedOptions, type Embedder } from './types.ts'
 import { acceptVector } from './vector.ts'
 
 /** Settings of the HTTP embedder; `fromConfig` fills them from the plugin config. */
@@ -162,6 +162,7 @@ export class HttpEmbedder implements Embedder {
       : data
     const dims = this.knownDims > 0 ? this.knownDims : (ordered[0] as { embedding?: unknown[] })?.embedding?.length ?? 0
     if (dims <= 0) throw new EmbedError('malformed', 'embedding response has no embedding')
+    if (dims > MAX_VECTOR_DIMS) throw new EmbedError('bad_vector', `embedding has ${dims} dimensions; at most ${MAX_VECTOR_DIMS} are accepted (embed.dims)`)
     const vectors = ordered.map((entry, i) => {
       try {
         return acceptVector((entry as { embedding?: unknown })?.embedding, dims)

@@ -47,3 +47,10 @@ export class EmbedError extends Error {
     return false
   }
 }
+
+/**
+ * Longest accepted vector, configured (`embed.dims`) or learned from the endpoint's first answer:
+ * 65,536 float32 values are 256 KiB per note, far above any embedding model; a hostile endpoint
+ * must not make every note cost megabytes.
+ */
+export const MAX_VECTOR_DIMS = 65_536

@@ -27,12 +27,14 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
     output: {
       schema: {
         type: 'object',
-        properties: { id: { type: 'string' }, created: { type: 'boolean' }, redacted: { type: 'array', items: { type: 'string' } }, duplicateOf: { type: 'string' } },
+        properties: { id: { type: 'string' }, created: { type: 'boolean' }, restored: { type: 'string' }, redacted: { type: 'array', items: { type: 'string' } }, duplicateOf: { type: 'string' } },
         additionalProperties: false,
       },
       render: (_args, value) => [{
         type: 'text',
-        text: (value.created ? `Saved to long-term memory as ${value.id}.` : `Already in long-term memory as ${value.id}.`) +
+        text: (value.created ? `Saved to long-term memory as ${value.id}.` : value.restored
+          ? `Saved again as ${value.id}: it is the current note again and replaces ${value.restored}.`
+          : `Already in long-term memory as ${value.id}.`) +
           (value.duplicateOf && value.created ? ` It nearly duplicates ${value.duplicateOf}, which was already saved.` : '') +
           (value.redacted ? ` Credentials were masked before saving (${value.redacted.join(', ')}); they are not in memory.` : ''),
       }],
@@ -45,6 +47,7 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
       const result = await ctx.stablemem.commit({ text: args.text, source, scene: args.scene ?? '', supersedes: args.supersedes ?? '' })
       return {
         id: result.id, created: result.created,
+        ...(result.restored === undefined ? {} : { restored: result.restored }),
         ...(result.redacted ? { redacted: result.redacted } : {}),
         ...(result.duplicateOf ? { duplicateOf: result.duplicateOf } : {}),
       }

@@ -22,6 +22,8 @@ export function contextLine(service: StableMem, toolName: string): string {
   if (reason !== undefined) return `Long-term memory (dsh-stablemem) is unavailable: ${reason}. Do not promise to remember anything.`
   if (count === 0) return ''
   const vectors = service.vectorHealthLine()
+  const trouble = service.transientTrouble()
   return `Long-term memory (dsh-stablemem): ${count} note${count === 1 ? '' : 's'} stored; relevant ones are recalled with each user message. ` +
-    `Save durable facts with the ${toolName} tool.${vectors === '' ? '' : ` ${vectors}`}`
+    `Save durable facts with the ${toolName} tool.${vectors === '' ? '' : ` ${vectors}`}` +
+    (trouble === undefined ? '' : ` The last save failed (${trouble}); nothing stored was lost and saving is retried, but do not promise that a new fact is saved until the tool confirms it.`)
 }

@@ -12,13 +12,48 @@ import { containsWhole } from './symbols.ts'
 /** Value-like strings: numbers, versions, IPs, dates, percentages. */
 const VALUE = /v?\d+(?:[.:/-]\d+)*%?/gi
 
-/** Words that say a value changed. Without one, a later note naming an old value is a mention, not a replacement. */
-export const CHANGE_MARKERS: readonly string[] = [
-  '改为', '改成', '换成', '变成', '变为', '更新为', '更改为', '调整为', '迁移到', '迁到', '替换', '取代', '不再', '已改', '现为', '现在是',
-  'changed', 'moved to', 'replaced', 'instead of', 'no longer', 'switched', 'migrated', 'now ', '->', '→',
-]
+/**
+ * The change vocabulary: words and phrases that say a value was replaced or put out of use,
+ * grouped by how languages say it, in English and Chinese. A later note naming an old value
+ * without one of them is a mention, not a replacement. Each group is a kind of statement:
+ *
+ * - `change`: the value was changed into another (changed, moved to, 改为, 换成 …);
+ * - `retire`: the value is out of use, whatever replaced it (deactivated, retired, abolished,
+ *   no longer used, 停用, 废弃, 作废, 注销, 下线 …);
+ * - `succession`: old and new are set against each other (instead of, the old number, 旧号码,
+ *   现为, →). Words that also tell a story ("originally", 原为, 原来是, 以前是, "formerly") are
+ *   left out: on the evaluation sets 原为 made one encyclopedia paragraph void another.
+ *
+ * Latin entries match as whole words (so "now" is not found in "know"); Chinese ones as
+ * substrings. Only the vocabulary is broad: a replacement still needs the later note to name the
+ * old value, its key and another value (`namesChange`).
+ */
+export const CHANGE_VOCABULARY: Readonly<Record<'change' | 'retire' | 'succession', { en: readonly string[], zh: readonly string[] }>> = {
+  change: {
+    en: ['changed', 'changes to', 'moved to', 'moved from', 'switched', 'migrated', 'replaced', 'replaced by', 'superseded', 'updated to',
+      'renamed', 'reassigned', 'rotated', 'renumbered'],
+    zh: ['改为', '改成', '改到', '换成', '换为', '换到', '变成', '变为', '更新为', '更改为', '调整为', '迁移到', '迁到', '迁至', '替换', '取代',
+      '代替', '改用', '换用', '更换为', '变更为', '改回', '已改'],
+  },
+  retire: {
+    en: ['deactivated', 'retired', 'decommissioned', 'abolished', 'discontinued', 'deprecated', 'disabled', 'revoked', 'cancelled', 'canceled',
+      'terminated', 'withdrawn', 'shut down', 'phased out', 'obsolete', 'defunct', 'out of service', 'out of use', 'no longer', 'not used anymore',
+      'not in use', 'stopped using'],
+    zh: ['不再', '停用', '弃用', '废弃', '废止', '作废', '撤销', '注销', '下线', '停止使用', '退役', '淘汰', '失效', '已过期', '已停'],
+  },
+  succession: {
+    en: ['instead of', 'in place of', 'now', 'old number', 'old address', '->', '→', '=>'],
+    zh: ['现为', '现在是', '现改', '旧号', '旧的', '老号码', '新号码'],
+  },
+}
 
-const CHANGE = new RegExp(CHANGE_MARKERS.map((m) => m.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'))
+/** Every entry of the vocabulary, flat. */
+export const CHANGE_MARKERS: readonly string[] = Object.values(CHANGE_VOCABULARY).flatMap(({ en, zh }) => [...en, ...zh])
+
+const CHANGE = new RegExp(CHANGE_MARKERS.map((m) => {
+  const quoted = m.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  return /^[a-z]/.test(m) ? `(?<![a-z])${quoted}(?![a-z])` : quoted
+}).join('|'))
 
 /** A text with at least two separate numbers: the least a replacement ("from 4324 to 4379") holds. */
 const TWO_NUMBERS = /\d\D+\d/
@@ -38,11 +73,15 @@ export function longestValue(text: string): string | undefined {
   return best
 }
 
-/** What an old value is the value of: the word (or last two CJK characters) right before it in the earlier note. */
+/**
+ * What an old value is the value of: the word (or last two CJK characters) right before it in
+ * the earlier note, past separators and a copula (是, 为, is, was).
+ */
 export function valueKey(lowerText: string, value: string): string | undefined {
   const at = lowerText.indexOf(value)
   if (at < 0) return undefined
-  const before = lowerText.slice(0, at).replace(/[\s:：=是为从]+$/u, '')
+  // "port is 8499" names the port, not "is": English copulas are skipped like 是 and 为.
+  const before = lowerText.slice(0, at).replace(/[\s:：=是为从]+$/u, '').replace(/(?<![a-z])(?:is|are|was|were)$/, '').replace(/[\s:：=]+$/u, '')
   const cjk = /[\u3400-\u4dbf\u4e00-\u9fff]{2}$/u.exec(before)
   if (cjk) return cjk[0]
   const word = /[a-z][a-z0-9_-]+$/.exec(before)

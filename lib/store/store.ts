@@ -1,5 +1,6 @@
-import { mkdirSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
@@ -11,6 +12,7 @@ import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import { LayerTable } from './layers.ts'
+import { adopt, exists, mark, restore, type ChainAccess } from './supersede.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
 import { VectorTable } from './vectors.ts'
 
@@ -26,7 +28,27 @@ export interface StoreOptions {
   duplicates?: DuplicatePolicy
   /** Clock, injectable for deterministic tests. */
   now?: () => number
+  /**
+   * Open for reading only (the CLI's read commands): nothing is written, no journal is created,
+   * and WAL files this open had to create are removed again on close. A file of an older schema
+   * is still upgraded first, which needs write access.
+   */
+  readOnly?: boolean
+  /**
+   * The size the WAL file is cut back to once a checkpoint has copied it into the store (default
+   * `WAL_SIZE_LIMIT`); -1 keeps SQLite's default of never shrinking it (for measurements).
+   */
+  walSizeLimitBytes?: number
 }
+
+/**
+ * Bound of the WAL file once no reader holds an old snapshot: SQLite checkpoints every 1,000
+ * pages (4 MiB) and then, with this limit, truncates the WAL to 4 MiB instead of keeping its
+ * largest size for as long as any process has the file open. While a reader holds a snapshot
+ * nothing after it can be checkpointed, so the WAL grows until that reader finishes
+ * (docs/reliability.md has the measurement).
+ */
+export const WAL_SIZE_LIMIT = 4 << 20
 
 /** Default upper bound for one block's text: memory notes are short; documents belong elsewhere. */
 export const DEFAULT_MAX_BLOCK_CHARS = 32_768
@@ -72,12 +94,18 @@ export class BlockStore {
   readonly vectors: VectorTable
   /** Holder layers, provenance of captured blocks and the kernel run log (`lib/store/layers.ts`). */
   readonly layers: LayerTable
+  /** True when opened with `readOnly` (and the file needed no upgrade). */
+  readonly readOnly: boolean
   private readonly nearKeys: NearKeys
   private forgets = 0
-  private readonly busyTimeoutMs: number
   private readonly db: DatabaseSync
+  private readonly busyTimeoutMs: number
+  /** WAL files that did not exist before a read-only open (removed on close when no one else uses them). */
+  private readonly createdWalFiles: boolean
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
+  /** The supersede chain's view of this store (`supersede.ts`). */
+  private readonly chain: ChainAccess = { stmt: (key, sql) => this.stmt(key, sql) }
   private readonly matchCounts = new Map<string, number>()
   private matchCountsVersion = -1
   private vocabReady = false
@@ -97,27 +125,32 @@ export class BlockStore {
     this.duplicates = options.duplicates ?? 'link'
     if (!DUPLICATE_POLICIES.includes(this.duplicates)) throw new StableMemError('invalid_input', `duplicates must be one of ${DUPLICATE_POLICIES.join(', ')}`)
     this.now = options.now ?? Date.now
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000
-    this.busyTimeoutMs = busyTimeoutMs
-    let db: DatabaseSync
-    try {
-      db = new DatabaseSync(path, { timeout: busyTimeoutMs })
-    } catch (error) {
-      throw new StableMemError('unavailable', `cannot open store ${path}: ${(error as Error).message}`, { cause: error })
-    }
+    let readOnly = options.readOnly === true && path !== ':memory:'
+    this.createdWalFiles = readOnly && !existsSync(`${path}-wal`) && !existsSync(`${path}-shm`)
+    if (!readOnly && path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+    let db = openFile(path, busyTimeoutMs, readOnly)
     try {
       refuseForeign(db, path)
-      if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL')
+      if (readOnly && schemaVersion(db) < SCHEMA_VERSION) {
+        // This code reads only the current schema, so an older file is upgraded once, read-write.
+        db.close()
+        readOnly = false
+        db = openFile(path, busyTimeoutMs, false)
+        refuseForeign(db, path)
+      }
+      if (!readOnly && path !== ':memory:') db.exec(`PRAGMA journal_mode = WAL; PRAGMA journal_size_limit = ${options.walSizeLimitBytes ?? WAL_SIZE_LIMIT}`)
       // secure_delete: freed pages and cells are zeroed, so `forget` leaves no bytes of a note behind.
       db.exec(`PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRAGMA cache_size = ${PAGE_CACHE_KIB}`)
-      migrate(db)
-      probe(db, busyTimeoutMs)
+      if (!readOnly) migrate(db)
+      probe(db, busyTimeoutMs, !readOnly)
     } catch (error) {
       db.close()
       if (error instanceof StableMemError) throw error
       throw new StableMemError('unavailable', `cannot use store ${path}: ${(error as Error).message}`, { cause: error })
     }
+    this.readOnly = readOnly
+    this.busyTimeoutMs = busyTimeoutMs
     this.db = db
     this.vectors = new VectorTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.layers = new LayerTable({
@@ -155,33 +188,31 @@ export class BlockStore {
     const keys = rows.map((row) => nearKey(row.text))
     const results = this.transaction(() => rows.map((row, i) => {
       if (i === 0) this.nearKeys.fill()
-      const result = (created: boolean): CommitResult => row.redacted.length > 0 ? { id: row.id, created, redacted: row.redacted } : { id: row.id, created }
       const near = this.nearKeys.find(keys[i]!, row.id)
       const duplicateOf = near === row.supersedes ? undefined : near // replacing a note is not duplicating it
       if (duplicateOf !== undefined && this.duplicates === 'skip' && !this.get(row.id)) return { id: duplicateOf, created: false, duplicateOf }
       const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now)
       const created = Number(inserted.changes) === 1
+      let replaced: string | undefined
       if (created) {
         index.run(inserted.lastInsertRowid, withoutCjk(row.text), cjkIndexText(row.text))
         this.nearKeys.set(row.id, keys[i]!)
-      } else update.run(row.source, row.scene, row.semanticType, now, row.id)
-      if (row.supersedes !== '') this.supersede(row.id, row.supersedes, now)
-      if (!created || duplicateOf === undefined) return result(created)
+      } else {
+        update.run(row.source, row.scene, row.semanticType, now, row.id)
+        // Saying a replaced text again makes it current again: the later commit wins.
+        replaced = restore(this.chain, row.id, now)
+      }
+      if (row.supersedes !== '') mark(this.chain, row.supersedes, row.id, now)
+      const result: CommitResult = { id: row.id, created }
+      if (replaced !== undefined) result.restored = replaced
+      if (row.redacted.length > 0) result.redacted = row.redacted
+      if (!created || duplicateOf === undefined) return result
       if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now)
-      return { ...result(created), duplicateOf }
+      return { ...result, duplicateOf }
     }))
     // Our own commits do not change `data_version`, so the cached count stays valid if we add ours.
     if (this.countCache) this.countCache.blocks += results.filter((r) => r.created).length
     return results
-  }
-
-  /** Marks `oldId` as replaced by `newId` and records the edge; runs inside a commit's transaction. */
-  private supersede(newId: string, oldId: string, now: number): void {
-    if (oldId === newId) throw new StableMemError('invalid_input', 'supersedes: a block cannot supersede itself')
-    const marked = this.stmt('supersede', 'UPDATE blocks SET superseded_by = ? WHERE id = ?').run(newId, oldId)
-    if (Number(marked.changes) === 0) throw new StableMemError('not_found', `supersedes: no block ${oldId}`)
-    this.stmt('link', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
-      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`).run('block', newId, 'block', oldId, 'supersedes', now)
   }
 
   /** The block with this id, or undefined. */
@@ -290,11 +321,39 @@ export class BlockStore {
   recordAccess(ids: readonly string[]): void {
     if (ids.length === 0) return
     const now = this.now()
-    const touch = this.stmt('touch', 'UPDATE blocks SET access_count = access_count + 1, last_access_at = ? WHERE id = ?')
+    const counts = new Map<string, { count: number, at: number }>()
+    for (const id of ids) counts.set(id, { count: (counts.get(id)?.count ?? 0) + 1, at: now })
+    this.writeAccess(counts)
+  }
+
+  /**
+   * `recordAccess` for counts gathered earlier (`count` accesses each, the latest at `at`), that
+   * never waits for another connection's write lock: false, with nothing written, while one holds
+   * it. The per-turn path uses it (`lib/store/access.ts`), so a turn never waits on an import or a
+   * backfill in another process.
+   */
+  tryWriteAccess(counts: ReadonlyMap<string, { count: number, at: number }>): boolean {
+    if (counts.size === 0) return true
+    this.db.exec('PRAGMA busy_timeout = 0')
+    try {
+      this.writeAccess(counts)
+      return true
+    } catch (error) {
+      if (isBusy(error)) return false
+      throw error
+    } finally {
+      this.db.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`)
+    }
+  }
+
+  /** Adds access counts in one transaction without an fsync (see `recordAccess`). */
+  private writeAccess(counts: ReadonlyMap<string, { count: number, at: number }>): void {
+    const touch = this.stmt('touch', `UPDATE blocks SET access_count = access_count + ?1,
+      last_access_at = CASE WHEN last_access_at IS NULL OR last_access_at < ?2 THEN ?2 ELSE last_access_at END WHERE id = ?3`)
     const wal = this.path !== ':memory:'
     if (wal) this.db.exec('PRAGMA synchronous = NORMAL')
     try {
-      this.transaction(() => { for (const id of ids) touch.run(now, id) })
+      this.transaction(() => { for (const [id, { count, at }] of counts) touch.run(count, at, id) })
     } finally {
       if (wal) this.db.exec('PRAGMA synchronous = FULL')
     }
@@ -412,6 +471,7 @@ export class BlockStore {
     this.closed = true
     this.statements.clear()
     this.db.close()
+    if (this.readOnly && this.createdWalFiles) removeIdleWalFiles(this.path)
   }
 
   /**
@@ -462,29 +522,51 @@ export class BlockStore {
    * and access, the larger access count, and the imported non-empty tags when the import is newer.
    * Merging is idempotent, so importing the same file twice changes nothing. Call it inside
    * `transaction` to restore many blocks in one write.
+   *
+   * `supersededBy` is restored when its block exists (a link that would loop is refused); when it
+   * does not exist yet, the block is stored as current and `pending` names the missing successor,
+   * for the caller to `adoptSuccessor` once that block arrives. `secrets` decides what happens to
+   * credentials (see `ImportOptions`); a masked note is stored under its masked text's id, returned.
    */
-  importBlock(block: Block): { created: boolean } {
-    const row = this.validate(block, '')
-    if (row.redacted.length > 0) {
-      throw new StableMemError('contains_secret', `text contains credentials (${row.redacted.join(', ')}); the secrets policy does not allow importing them unmasked`)
+  importBlock(block: Block, secrets: SecretsPolicy = 'refuse'): { created: boolean, id: string, pending?: string, redacted?: string[] } {
+    const original = this.validate(block, '', 'allow')
+    if (original.text !== block.text) throw new StableMemError('invalid_input', 'text is not in canonical form (NFC, trimmed)')
+    if (original.id !== block.id) throw new StableMemError('invalid_input', `id ${String(block.id)} is not the content address of its text (expected ${original.id})`)
+    const row = secrets === 'allow' ? original : this.validate(block, '', 'redact')
+    if (row.redacted.length > 0 && secrets === 'refuse') {
+      throw new StableMemError('contains_secret', `text contains credentials (${row.redacted.join(', ')}); import refuses them unless told to keep them (secrets allow) or mask them (secrets redact)`)
     }
-    if (row.text !== block.text) throw new StableMemError('invalid_input', 'text is not in canonical form (NFC, trimmed)')
-    if (row.id !== block.id) throw new StableMemError('invalid_input', `id ${String(block.id)} is not the content address of its text (expected ${row.id})`)
     const createdAt = checkTime(block.createdAt, 'createdAt')
     const updatedAt = checkTime(block.updatedAt, 'updatedAt')
-    const accessCount = checkTime(block.accessCount, 'accessCount')
+    const accessCount = checkCount(block.accessCount, 'accessCount')
     const lastAccessAt = block.lastAccessAt === null ? null : checkTime(block.lastAccessAt, 'lastAccessAt')
     const supersededBy = block.supersededBy === null ? null : checkTag(block.supersededBy, 'supersededBy', true)
-    const insert = this.stmt('importInsert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, superseded_by)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING rowid`)
-    const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, supersededBy) as { rowid: number } | undefined
+    const created = this.restoreRow(row, createdAt, updatedAt, accessCount, lastAccessAt)
+    const result = row.redacted.length > 0 ? { created, id: row.id, redacted: row.redacted } : { created, id: row.id }
+    if (supersededBy === null) return result
+    if (!exists(this.chain, supersededBy)) return { ...result, pending: supersededBy }
+    adopt(this.chain, row.id, supersededBy)
+    return result
+  }
+
+  /** Restores an imported `supersededBy` whose block arrived later in the file (see `importBlock`). */
+  adoptSuccessor(id: string, successor: string): void {
+    adopt(this.chain, id, successor)
+  }
+
+  /** Inserts or merges one imported row (see `importBlock`); true when it was new. */
+  private restoreRow(row: { id: string, text: string, source: string, scene: string, semanticType: string },
+    createdAt: number, updatedAt: number, accessCount: number, lastAccessAt: number | null): boolean {
+    const insert = this.stmt('importInsert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING rowid`)
+    const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt) as { rowid: number } | undefined
     if (inserted) {
       this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
       this.nearKeys.set(row.id, nearKey(row.text))
       this.matchCounts.clear()
       // Our own writes do not change `data_version`, so the cached count must follow them.
       if (this.countCache) this.countCache.blocks++
-      return { created: true }
+      return true
     }
     this.stmt('importMerge', `UPDATE blocks SET
       source = CASE WHEN ?1 <> '' AND ?5 > updated_at THEN ?1 ELSE source END,
@@ -493,10 +575,26 @@ export class BlockStore {
       created_at = min(created_at, ?4),
       updated_at = max(updated_at, ?5),
       access_count = max(access_count, ?6),
-      last_access_at = CASE WHEN ?7 IS NULL THEN last_access_at WHEN last_access_at IS NULL THEN ?7 ELSE max(last_access_at, ?7) END,
-      superseded_by = coalesce(superseded_by, ?9)
-      WHERE id = ?8`).run(row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, row.id, supersededBy)
-    return { created: false }
+      last_access_at = CASE WHEN ?7 IS NULL THEN last_access_at WHEN last_access_at IS NULL THEN ?7 ELSE max(last_access_at, ?7) END
+      WHERE id = ?8`).run(row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, row.id)
+    return false
+  }
+
+  /**
+   * Runs `fn` inside a savepoint of the open transaction: if it throws, only its own writes are
+   * undone. Import applies each line this way, so a refused line leaves nothing half-written.
+   */
+  savepoint<T>(fn: () => T): T {
+    this.db.exec('SAVEPOINT stablemem_line')
+    try {
+      const result = fn()
+      this.db.exec('RELEASE stablemem_line')
+      return result
+    } catch (error) {
+      this.db.exec('ROLLBACK TO stablemem_line')
+      this.db.exec('RELEASE stablemem_line')
+      throw error
+    }
   }
 
   /**
@@ -515,7 +613,7 @@ export class BlockStore {
     return Number((this.stmt('dataVersion', 'PRAGMA data_version').get() as { data_version: number }).data_version)
   }
 
-  private validate(input: CommitInput, prefix: string): Required<CommitInput> & { id: string, redacted: string[] } {
+  private validate(input: CommitInput, prefix: string, secrets: SecretsPolicy = this.secrets): Required<CommitInput> & { id: string, redacted: string[] } {
     if (input === null || typeof input !== 'object') throw new StableMemError('invalid_input', `${prefix === '' ? 'input' : prefix.slice(0, -1)} must be an object with a text field`)
     if (typeof input.text !== 'string') throw new StableMemError('invalid_input', `${prefix}text must be a string`)
     if (hasLoneSurrogate(input.text)) {
@@ -526,7 +624,7 @@ export class BlockStore {
     if (canonical.length > this.maxBlockChars) {
       throw new StableMemError('too_large', `${prefix}text has ${canonical.length} characters; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
     }
-    const { text, redacted } = applySecretsPolicy(canonical, this.secrets, `${prefix}text`)
+    const { text, redacted } = applySecretsPolicy(canonical, secrets, `${prefix}text`)
     if (text.length > this.maxBlockChars) {
       throw new StableMemError('too_large', `${prefix}text has ${text.length} characters after masking credentials; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
     }
@@ -604,7 +702,13 @@ function refuseForeign(db: DatabaseSync, path: string): void {
  * never changed; a read-only file or folder fails here), and the last page of the block table and
  * the FTS index's structure records can be read.
  */
-function probe(db: DatabaseSync, busyTimeoutMs: number): void {
+function probe(db: DatabaseSync, busyTimeoutMs: number, write: boolean): void {
+  if (write) probeWrite(db, busyTimeoutMs)
+  db.prepare('SELECT max(rowid) FROM blocks').get()
+  db.prepare(`SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH '"stablemem"' LIMIT 1`).get()
+}
+
+function probeWrite(db: DatabaseSync, busyTimeoutMs: number): void {
   db.exec('PRAGMA busy_timeout = 0')
   try {
     db.exec('BEGIN IMMEDIATE')
@@ -615,12 +719,51 @@ function probe(db: DatabaseSync, busyTimeoutMs: number): void {
     }
   } catch (error) {
     // Another process holds the write lock: the file is writable, and opening must not wait for it.
-    if (((error as { errcode?: number }).errcode ?? 0) % 256 !== SQLITE_BUSY) throw error
+    if (!isBusy(error)) throw error
   } finally {
     db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
   }
-  db.prepare('SELECT max(rowid) FROM blocks').get()
-  db.prepare(`SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH '"stablemem"' LIMIT 1`).get()
+}
+
+/**
+ * Opens the SQLite file. Read-only, a WAL store still needs its `-shm` index, which SQLite cannot
+ * create in a read-only folder: then, and only when no `-wal` file exists (so no writer can be
+ * active there and nothing is left unread), the file is opened as immutable.
+ */
+function openFile(path: string, busyTimeoutMs: number, readOnly: boolean): DatabaseSync {
+  let db: DatabaseSync | undefined
+  try {
+    db = new DatabaseSync(path, { timeout: busyTimeoutMs, readOnly })
+    if (readOnly) db.prepare('SELECT 1 FROM sqlite_schema LIMIT 1').get() // SQLite opens the WAL index on the first read
+    return db
+  } catch (error) {
+    db?.close()
+    if (readOnly && !existsSync(`${path}-wal`)) {
+      try {
+        return new DatabaseSync(`${pathToFileURL(path).href}?immutable=1`, { readOnly: true })
+      } catch { /* report the first error */ }
+    }
+    throw new StableMemError('unavailable', `cannot open store ${path}: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/**
+ * After a read-only open that had to create the WAL files: one plain open and close removes them
+ * again when this was the last connection (SQLite deletes an empty WAL on the last close), and
+ * leaves them alone while another process uses them.
+ */
+function removeIdleWalFiles(path: string): void {
+  if (!existsSync(`${path}-wal`) && !existsSync(`${path}-shm`)) return
+  try {
+    const db = new DatabaseSync(path)
+    db.prepare('SELECT 1 FROM sqlite_schema LIMIT 1').get() // the WAL is only looked at once the file is read
+    db.close()
+  } catch { /* a read-only folder: SQLite could not have created them either */ }
+}
+
+/** Whether SQLite refused because another connection holds the lock. */
+function isBusy(error: unknown): boolean {
+  return ((error as { errcode?: number }).errcode ?? 0) % 256 === SQLITE_BUSY
 }
 
 function checkTag(value: unknown, field: string, required: boolean): string {
@@ -631,8 +774,21 @@ function checkTag(value: unknown, field: string, required: boolean): string {
   return value.normalize('NFC').trim()
 }
 
-/** A time or counter from an import: a non-negative safe integer. */
+/** The latest time a JavaScript `Date` can hold (ms since the epoch): 275760-09-13. */
+const MAX_DATE_MS = 8.64e15
+
+/**
+ * A time from an import: a non-negative integer a `Date` can hold. A later one would be stored
+ * and then break every command that prints dates (`stats`, `get`, the Markdown export).
+ */
 function checkTime(value: unknown, field: string): number {
+  const ms = checkCount(value, field)
+  if (ms > MAX_DATE_MS) throw new StableMemError('invalid_input', `${field} ${ms} is beyond the last date JavaScript can represent (${MAX_DATE_MS})`)
+  return ms
+}
+
+/** A counter from an import: a non-negative safe integer. */
+function checkCount(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
     throw new StableMemError('invalid_input', `${field} must be a non-negative integer`)
   }

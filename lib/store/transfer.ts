@@ -4,6 +4,7 @@
  * people. Import is idempotent and stops at the first bad line, keeping every line before it.
  */
 import { StableMemError } from '../errors.ts'
+import type { SecretsPolicy } from '../secrets.ts'
 import type { BlockStore } from './store.ts'
 import type { Block, Edge } from './types.ts'
 
@@ -84,21 +85,43 @@ export interface ImportResult {
    */
   blocksForgotten?: number
   edgesForgotten?: number
-  failure?: { line: number, message: string }
+  /** Blocks whose text was stored masked (`secrets: 'redact'`), so their id changed; absent when none. */
+  redacted?: Array<{ line: number, id: string, storedAs: string, kinds: string[] }>
+  /**
+   * Set when a line was refused. Import stops there, and every line before it is stored — except
+   * a `supersededBy` that names a block found nowhere in the file or the store: that is only known
+   * at the end, so its block was stored as current and `failure.line` is its line (`afterEnd`).
+   */
+  failure?: { line: number, message: string, afterEnd?: true }
+}
+
+/** How an import treats what it reads. */
+export interface ImportOptions {
+  onProgress?: (progress: ImportProgress) => void
+  progressEvery?: number
+  /**
+   * Credentials in imported notes (default `refuse`: stop at the first). `allow` stores them as
+   * exported (the export of a `secrets: allow` store); `redact` masks them, which changes the
+   * note's id, and edges and supersede links in the file follow the new id.
+   */
+  secrets?: SecretsPolicy
+  /** Import notes this store forgot (tombstoned by `forget`) and their edges too. */
+  includeForgotten?: boolean
 }
 
 /**
  * Restores a JSON Lines export into `store`. Lines are applied in batches of one transaction
- * each; the first malformed or refused line stops the import, and the result names it while every
- * line before it stays imported. Blank lines are skipped; the header, when present, must be the
- * first line and of a version this code reads. Re-importing the same file changes nothing.
- * Notes this store forgot (tombstoned by `forget`) and their edges are skipped and counted,
- * unless `includeForgotten`.
+ * each, every line in its own savepoint; the first malformed or refused line stops the import,
+ * and the result names it while every line before it stays imported. Blank lines are skipped; the
+ * header, when present, must be the first line and of a version this code reads. An error thrown
+ * by `lines` itself (a line that is not UTF-8, or too long) is the next line's failure.
+ * Re-importing the same file changes nothing. Notes this store forgot (tombstoned by `forget`)
+ * and their edges are skipped and counted, unless `includeForgotten`.
  */
-export async function importJsonl(store: BlockStore, lines: AsyncIterable<string> | Iterable<string>,
-  options: { onProgress?: (progress: ImportProgress) => void, progressEvery?: number, includeForgotten?: boolean } = {}): Promise<ImportResult> {
+export async function importJsonl(store: BlockStore, lines: AsyncIterable<string> | Iterable<string>, options: ImportOptions = {}): Promise<ImportResult> {
   const result: ImportResult = { lines: 0, blocksCreated: 0, blocksMerged: 0, edgesCreated: 0, edgesExisting: 0 }
   const every = options.progressEvery ?? 1000
+  const state: ImportState = { secrets: options.secrets ?? 'refuse', renamed: new Map(), pending: new Map() }
   let batch: Array<{ line: number, record: ImportRecord }> = []
   const flush = (): boolean => {
     const pending = batch
@@ -107,7 +130,7 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
     store.transaction(() => {
       for (const { line, record } of pending) {
         try {
-          apply(store, record, result, options.includeForgotten === true)
+          store.savepoint(() => apply(store, record, line, state, result, options.includeForgotten === true))
         } catch (error) {
           result.failure = { line, message: messageOf(error) }
           return
@@ -117,24 +140,42 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
     return result.failure === undefined
   }
   let lineNo = 0
-  for await (const raw of lines) {
-    lineNo++
-    const text = lineNo === 1 ? raw.replace(/^\uFEFF/, '') : raw
-    if (text.trim() === '') continue
-    let record: ImportRecord | undefined
-    try {
-      record = parseRecord(text, lineNo)
-    } catch (error) {
-      if (flush()) result.failure = { line: lineNo, message: messageOf(error) }
-      break
+  try {
+    for await (const raw of lines) {
+      lineNo++
+      const text = lineNo === 1 ? raw.replace(/^\uFEFF/, '') : raw
+      if (text.trim() === '') continue
+      let record: ImportRecord | undefined
+      try {
+        record = parseRecord(text, lineNo)
+      } catch (error) {
+        if (flush()) result.failure = { line: lineNo, message: messageOf(error) }
+        break
+      }
+      if (record !== undefined) batch.push({ line: lineNo, record })
+      if (batch.length >= IMPORT_BATCH && !flush()) break
+      if (options.onProgress && lineNo % every === 0) options.onProgress({ lines: lineNo })
     }
-    if (record !== undefined) batch.push({ line: lineNo, record })
-    if (batch.length >= IMPORT_BATCH && !flush()) break
-    if (options.onProgress && lineNo % every === 0) options.onProgress({ lines: lineNo })
+  } catch (error) {
+    // The source could not give the next line (not UTF-8, too long, a read error).
+    if (flush()) result.failure = { line: lineNo + 1, message: messageOf(error) }
   }
   if (result.failure === undefined) flush()
   result.lines = result.failure === undefined ? lineNo : result.failure.line - 1
+  const [dangling] = state.pending.values()
+  if (result.failure === undefined && dangling !== undefined) {
+    result.failure = { line: dangling.line, afterEnd: true, message: `supersededBy ${dangling.successor} names a block that is neither in this file nor in the store; the block was imported as a current note` }
+  }
   return result
+}
+
+/** What an import carries from line to line. */
+interface ImportState {
+  secrets: SecretsPolicy
+  /** Exported id → stored id, for blocks whose text was masked. */
+  renamed: Map<string, string>
+  /** Missing successor id → the blocks waiting for it (the first one's line is reported). */
+  pending: Map<string, { line: number, successor: string, ids: string[] }>
 }
 
 type ImportRecord = { kind: 'block', block: Block } | { kind: 'edge', edge: Edge }
@@ -153,7 +194,10 @@ function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
     case 'header':
       if (lineNo !== 1) throw new StableMemError('invalid_input', 'a header is only allowed on the first line')
       if (record.format !== EXPORT_FORMAT) throw new StableMemError('invalid_input', `not a ${EXPORT_FORMAT} export (format ${JSON.stringify(record.format)})`)
-      if (typeof record.version !== 'number' || record.version > EXPORT_VERSION) {
+      if (!Number.isSafeInteger(record.version) || (record.version as number) < 1) {
+        throw new StableMemError('invalid_input', `header version must be a whole number from 1, not ${JSON.stringify(record.version)}`)
+      }
+      if ((record.version as number) > EXPORT_VERSION) {
         throw new StableMemError('invalid_input', `export version ${String(record.version)} is newer than this dsh-stablemem reads (${EXPORT_VERSION}); upgrade the package`)
       }
       return undefined
@@ -191,20 +235,45 @@ function field<K extends 'string' | 'number'>(record: Record<string, unknown>, n
   return value as K extends 'string' ? string : number
 }
 
-function apply(store: BlockStore, record: ImportRecord, result: ImportResult, includeForgotten: boolean): void {
+function apply(store: BlockStore, record: ImportRecord, line: number, state: ImportState, result: ImportResult, includeForgotten: boolean): void {
   if (!includeForgotten && forgottenRecord(store, record)) {
     const field = record.kind === 'block' ? 'blocksForgotten' : 'edgesForgotten'
     result[field] = (result[field] ?? 0) + 1
+    // Notes waiting for a forgotten successor stay current, as `forget` itself leaves them.
+    if (record.kind === 'block') state.pending.delete(record.block.id)
     return
   }
-  if (record.kind === 'block') {
-    if (store.importBlock(record.block).created) result.blocksCreated++
-    else result.blocksMerged++
-  } else if (store.importEdge(record.edge).created) {
-    result.edgesCreated++
-  } else {
-    result.edgesExisting++
+  if (record.kind === 'edge') {
+    const edge = { ...record.edge, sourceId: renamed(state, record.edge.sourceId), targetId: renamed(state, record.edge.targetId) }
+    if (store.importEdge(edge).created) result.edgesCreated++
+    else result.edgesExisting++
+    return
   }
+  const { block } = record
+  const successor = block.supersededBy === null ? null : renamed(state, block.supersededBy)
+  const imported = store.importBlock({ ...block, supersededBy: successor }, state.secrets)
+  if (imported.id !== block.id) {
+    state.renamed.set(block.id, imported.id)
+    result.redacted ??= []
+    result.redacted.push({ line, id: block.id, storedAs: imported.id, kinds: imported.redacted ?? [] })
+  }
+  if (imported.pending !== undefined) {
+    const waiting = state.pending.get(imported.pending) ?? { line, successor: imported.pending, ids: [] }
+    waiting.ids.push(imported.id)
+    state.pending.set(imported.pending, waiting)
+  }
+  const waiters = state.pending.get(block.id)
+  if (waiters !== undefined) {
+    for (const id of waiters.ids) store.adoptSuccessor(id, imported.id)
+    state.pending.delete(block.id)
+  }
+  if (imported.created) result.blocksCreated++
+  else result.blocksMerged++
+}
+
+/** The id a block of the file is stored under (its masked text's id when it was redacted). */
+function renamed(state: ImportState, id: string): string {
+  return state.renamed.get(id) ?? id
 }
 
 /** A block `forget` deleted from this store (its tombstone is there), or an edge that touches one. */

@@ -19,6 +19,11 @@ export interface CommitInput {
 export interface CommitResult {
   id: string
   created: boolean
+  /**
+   * Set when this commit said again the text of a note that had been replaced: the note is current
+   * again, and the note that had replaced it (this id) is now replaced by it.
+   */
+  restored?: string
   /** Kinds of credentials masked before storing (config `secrets: 'redact'`); absent when none. */
   redacted?: string[]
   /**

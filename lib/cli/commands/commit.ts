@@ -1,5 +1,6 @@
 /** `stablemem commit`: save a note from the shell, exactly as the commit tool would. */
-import { println, type Command } from '../command.ts'
+import { canonicalText } from '../../text/normalize.ts'
+import { println, UsageError, type Command } from '../command.ts'
 import { openForWrite, withStore } from '../open-store.ts'
 
 /** The commit command. */
@@ -11,16 +12,21 @@ export const command: Command = {
     '',
     '  --source <s>  provenance tag (default "cli")',
     '  --scene <s>   scene key the note belongs to',
-    '  --json        print {"id","created"} as JSON (with "duplicateOf" for a near-duplicate of a stored note)',
+    '  --json        print {"id", "created", "restored"?, "redacted"?, "duplicateOf"?} as JSON ("duplicateOf" for a near-duplicate of a stored note)',
   ].join('\n'),
   options: { source: { type: 'string' }, scene: { type: 'string' }, json: { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
   async run({ db, args, values, io }) {
+    if (canonicalText(args[0]!) === '') throw new UsageError('<text> is empty')
     const input = { text: args[0]!, source: typeof values.source === 'string' ? values.source : 'cli', scene: typeof values.scene === 'string' ? values.scene : '' }
     const result = await withStore(openForWrite(db), (store) => store.commit(input))
     if (values.json === true) println(io.stdout, JSON.stringify(result))
-    else println(io.stdout, (result.created ? `saved ${result.id}` : `already stored as ${result.id}`) +
-      (result.duplicateOf && result.created ? ` (nearly the same as ${result.duplicateOf})` : ''))
+    else {
+      println(io.stdout, (result.created ? `saved ${result.id}` : result.restored !== undefined
+        ? `already stored as ${result.id}; current again, replacing ${result.restored}`
+        : `already stored as ${result.id}`) + (result.duplicateOf && result.created ? ` (nearly the same as ${result.duplicateOf})` : ''))
+      if (result.redacted !== undefined) println(io.stdout, `masked before saving: ${result.redacted.join(', ')}`)
+    }
     return 0
   },
 }

@@ -28,12 +28,12 @@ export const command: Command = {
   ].join('\n'),
   options: { 'dry-run': { type: 'boolean' }, now: { type: 'string' }, json: { type: 'boolean' } },
   positionals: { min: 0, max: 0 },
-  async run({ db, values, io }) {
+  async run({ db, dbGiven, values, io }) {
     const now = parseNow(values.now, Date.now())
     const dryRun = values['dry-run'] === true
     const options = { ...coolingOptions(resolveConfig().layers), dryRun }
     const holder = `cli:${process.pid}:${randomUUID().slice(0, 8)}`
-    const reports = await withStore(openExisting(db), async (store) => {
+    const reports = await withStore(openExisting(db, dbGiven, { write: true }), async (store) => {
       const out: CoolingReport[] = []
       for (let i = 0; i < MAX_TICKS; i++) {
         const report = await coolTick(store, now, options, holder)

@@ -39,7 +39,7 @@ export const command: Command = {
     json: { type: 'boolean' },
   },
   positionals: { min: 0, max: 0 },
-  async run({ db, values, io }) {
+  async run({ db, dbGiven, values, io }) {
     if (values.backfill !== true) throw new UsageError('embed needs --backfill (the only action it has)')
     if (typeof values.url !== 'string' || typeof values.model !== 'string') throw new UsageError('embed --backfill needs --url and --model')
     let config: EmbedConfig
@@ -57,7 +57,7 @@ export const command: Command = {
     }
     const embedder = embedderFromConfig(config, io.env)!
     const progress = io.stderr.isTTY === true
-    const result = await withStore(openExisting(db), (store) => backfillVectors(store, embedder, {
+    const result = await withStore(openExisting(db, dbGiven, { write: true }), (store) => backfillVectors(store, embedder, {
       batchSize: config.batchSize,
       onProgress: progress ? ({ done, total }) => io.stderr.write(`\rembedding: ${done} of ${total} notes`) : undefined,
     }))

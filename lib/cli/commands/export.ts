@@ -10,6 +10,9 @@ import { exportJsonl, exportMarkdown, type ExportCounts } from '../../store/tran
 import { println, UsageError, type Command } from '../command.ts'
 import { openExisting, withStore } from '../open-store.ts'
 
+/** Signals that end an export early; the partial file is removed before the process ends. */
+const INTERRUPTS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
+
 /** The export command. */
 export const command: Command = {
   usage: [
@@ -23,12 +26,12 @@ export const command: Command = {
   ].join('\n'),
   options: { format: { type: 'string' }, out: { type: 'string' } },
   positionals: { min: 0, max: 0 },
-  async run({ db, values, io }) {
+  async run({ db, dbGiven, values, io }) {
     const format = values.format ?? 'jsonl'
     if (format !== 'jsonl' && format !== 'md') throw new UsageError(`--format must be jsonl or md, not "${String(format)}"`)
     const out = typeof values.out === 'string' ? values.out : undefined
     const counts: ExportCounts = { blocks: 0, edges: 0 }
-    await withStore(openExisting(db), async (store) => {
+    await withStore(openExisting(db, dbGiven), async (store) => {
       const lines = format === 'jsonl' ? exportJsonl(store, counts) : exportMarkdown(store, counts)
       const source = Readable.from((function * () { for (const line of lines) yield `${line}\n` })())
       if (out === undefined) {
@@ -36,12 +39,20 @@ export const command: Command = {
         return
       }
       const partial = `${out}.partial-${process.pid}`
+      // Ctrl-C, a closed terminal or `kill` must not leave the partial file behind either.
+      const interrupted = (signal: NodeJS.Signals) => {
+        rmSync(partial, { force: true })
+        process.kill(process.pid, signal)
+      }
+      for (const signal of INTERRUPTS) process.once(signal, interrupted)
       try {
         await pipeline(source, createWriteStream(partial))
         renameSync(partial, out)
       } catch (error) {
         rmSync(partial, { force: true })
         throw error
+      } finally {
+        for (const signal of INTERRUPTS) process.removeListener(signal, interrupted)
       }
     })
     if (out !== undefined) println(io.stderr, `exported ${counts.blocks} blocks and ${counts.edges} edges to ${out}`)

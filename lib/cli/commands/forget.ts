@@ -46,7 +46,7 @@ export const command: Command = {
     json: { type: 'boolean' },
   },
   positionals: { min: 0, max: Number.POSITIVE_INFINITY },
-  async run({ db, args, values, io }) {
+  async run({ db, dbGiven, args, values, io }) {
     const target = targetOf(args, values)
     const dryRun = values['dry-run'] === true
     const json = values.json === true
@@ -54,7 +54,7 @@ export const command: Command = {
     if (!dryRun && values.yes !== true && io.stdin?.isTTY !== true) {
       throw new UsageError('standard input is not a terminal, so forget cannot ask: pass --yes to delete, or --dry-run to look')
     }
-    return await withStore(openExisting(db), async (store) => {
+    return await withStore(openExisting(db, dbGiven, { write: true }), async (store) => {
       const preview = store.forget(target, { ...options, dryRun: true })
       if (dryRun || preview.deleted.length === 0) {
         report(io, { ...preview, dryRun }, json)

@@ -14,10 +14,10 @@ export const command: Command = {
   ].join('\n'),
   options: { json: { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
-  async run({ db, args, values, io }) {
+  async run({ db, dbGiven, args, values, io }) {
     const id = args[0]!
     if (!isBlockId(id)) throw new UsageError(`"${id}" is not a block id (blk_ followed by 24 hex digits)`)
-    const found = await withStore(openExisting(db), (store) => {
+    const found = await withStore(openExisting(db, dbGiven), (store) => {
       const block = store.get(id)
       return block && { block, edges: store.edgesOf('block', id) }
     })

@@ -2,12 +2,13 @@
  * `stablemem import`: restores a JSON Lines export. Idempotent; stops at the first bad line and
  * says which, keeping every line before it. Shows progress on a terminal for large files.
  */
-import { createReadStream, statSync } from 'node:fs'
-import { createInterface } from 'node:readline'
+import { existsSync, rmSync, statSync } from 'node:fs'
 import { StableMemError } from '../../errors.ts'
+import type { SecretsPolicy } from '../../secrets.ts'
 import { importJsonl, type ImportResult } from '../../store/transfer.ts'
-import { println, type Command } from '../command.ts'
+import { println, UsageError, type Command } from '../command.ts'
 import { openForWrite, withStore } from '../open-store.ts'
+import { fileLines, type ReadProgress } from '../read-lines.ts'
 
 /** Files at least this large get a progress line when standard error is a terminal. */
 const PROGRESS_MIN_BYTES = 1 << 20
@@ -15,7 +16,7 @@ const PROGRESS_MIN_BYTES = 1 << 20
 /** The import command. */
 export const command: Command = {
   usage: [
-    'Usage: stablemem import <file.jsonl> [--include-forgotten] [--db <path>] [--json]',
+    'Usage: stablemem import <file.jsonl> [--secrets refuse|allow|redact] [--include-forgotten] [--db <path>] [--json]',
     '',
     'Restores blocks (ids, text, tags, times, access counts) and edges from `stablemem export`.',
     'Importing the same file again changes nothing. A malformed line stops the import with its',
@@ -23,11 +24,16 @@ export const command: Command = {
     '',
     'Notes this store has forgotten (`stablemem forget` keeps their ids, never their text) and',
     'their edges are skipped and counted, so an older export does not bring them back.',
+    'Lines must be UTF-8 and at most 16 MiB. If nothing could be imported into a store that did',
+    'not exist before, no store file is left behind.',
     '',
+    '  --secrets <p>        notes holding credentials: refuse (default; stop at the first), allow',
+    '                       (store them as exported, e.g. from a `secrets: allow` store) or redact',
+    '                       (mask them; a masked note gets a new id, and the file\'s edges follow it)',
     '  --include-forgotten  import forgotten notes too',
-    '  --json               print the counts as JSON',
+    '  --json               print the counts (and the masked notes) as JSON',
   ].join('\n'),
-  options: { json: { type: 'boolean' }, 'include-forgotten': { type: 'boolean' } },
+  options: { json: { type: 'boolean' }, secrets: { type: 'string' }, 'include-forgotten': { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
   async run({ db, args, values, io }) {
     const file = args[0]!
@@ -37,22 +43,29 @@ export const command: Command = {
     } catch (error) {
       throw new StableMemError('not_found', `cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
     }
-    const stream = createReadStream(file, { encoding: 'utf8' })
-    const lines = createInterface({ input: stream, crlfDelay: Infinity })
+    const secrets = values.secrets ?? 'refuse'
+    if (secrets !== 'refuse' && secrets !== 'allow' && secrets !== 'redact') throw new UsageError(`--secrets must be refuse, allow or redact, not "${String(secrets)}"`)
+    const read: ReadProgress = { bytesRead: 0 }
     const showProgress = io.stderr.isTTY === true && size >= PROGRESS_MIN_BYTES
-    const result = await withStore(openForWrite(db), (store) => importJsonl(store, lines, {
+    const existed = existsSync(db)
+    const result = await withStore(openForWrite(db), (store) => importJsonl(store, fileLines(file, read), {
+      secrets: secrets as SecretsPolicy,
       includeForgotten: values['include-forgotten'] === true,
       onProgress: showProgress
-        ? ({ lines: n }) => io.stderr.write(`\rimporting ${file}: ${n} lines, ${Math.floor((100 * stream.bytesRead) / size)}%`)
+        ? ({ lines: n }) => io.stderr.write(`\rimporting ${file}: ${n} lines, ${Math.floor((100 * read.bytesRead) / size)}%`)
         : undefined,
     }))
-    lines.close()
-    stream.destroy()
     if (showProgress) io.stderr.write('\r\x1b[K')
+    // A file that is not an export must not leave an empty store behind in its place.
+    const emptyNew = !existed && result.blocksCreated === 0 && result.edgesCreated === 0
+    if (emptyNew && result.failure !== undefined) for (const suffix of ['', '-wal', '-shm']) rmSync(db + suffix, { force: true })
     if (values.json === true) println(io.stdout, JSON.stringify(result))
     else println(io.stdout, summary(result))
+    for (const r of result.redacted ?? []) println(io.stderr, `stablemem import: line ${r.line}: masked ${r.kinds.join(', ')}; ${r.id} is stored as ${r.storedAs}`)
     if (result.failure !== undefined) {
-      println(io.stderr, `stablemem import: line ${result.failure.line}: ${result.failure.message}; the ${result.lines} lines before it were imported`)
+      const kept = result.failure.afterEnd === true ? 'the other lines were imported'
+        : emptyNew ? 'nothing was imported, and no store was created' : `the ${result.lines} lines before it were imported`
+      println(io.stderr, `stablemem import: line ${result.failure.line}: ${result.failure.message}; ${kept}`)
       return 1
     }
     return 0

@@ -20,16 +20,18 @@ export const command: Command = {
     'strings one typo away. Does not change access counts.',
     '',
     `  --k <n>  how many hits (default 5, at most ${MAX_TOP_K})`,
-    '  --json   the hits as a JSON array of {id, text, score, exact, why}',
+    '  --json   {"hits": [{id, text, score, exact, why}], "abstained"?: {missing, near, mentioned}}',
   ].join('\n'),
   options: { k: { type: 'string' }, json: { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
-  async run({ db, args, values, io }) {
+  async run({ db, dbGiven, args, values, io }) {
     const k = values.k === undefined ? 5 : Number(values.k)
     if (!Number.isInteger(k) || k < 1 || k > MAX_TOP_K) throw new UsageError(`--k must be a whole number from 1 to ${MAX_TOP_K}`)
-    const hits = await withStore(openExisting(db), (store) => recallBlocksHybrid(store, null, args[0]!, { topK: k, recordAccess: false }))
+    const hits = await withStore(openExisting(db, dbGiven), (store) => recallBlocksHybrid(store, null, args[0]!, { topK: k, recordAccess: false }))
     if (values.json === true) {
-      println(io.stdout, JSON.stringify(hits))
+      // Everything the lines below say: the hits, or that recall abstained and the typo neighbours.
+      const abstained = abstentionOf(hits)
+      println(io.stdout, JSON.stringify(abstained === undefined ? { hits } : { hits, abstained }))
       return 0
     }
     if (hits.length === 0) {

@@ -13,8 +13,8 @@ export const command: Command = {
   ].join('\n'),
   options: { json: { type: 'boolean' } },
   positionals: { min: 0, max: 0 },
-  async run({ db, values, io }) {
-    const stats = await withStore(openExisting(db), (store) => ({ ...store.stats(), layers: store.layers.stats(), cooling: store.layers.lastRun('cooling') ?? null }))
+  async run({ db, dbGiven, values, io }) {
+    const stats = await withStore(openExisting(db, dbGiven), (store) => ({ ...store.stats(), layers: store.layers.stats(), cooling: store.layers.lastRun('cooling') ?? null }))
     if (values.json === true) {
       println(io.stdout, JSON.stringify(stats))
       return 0

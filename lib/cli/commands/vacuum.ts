@@ -17,8 +17,8 @@ export const command: Command = {
   ].join('\n'),
   options: { json: { type: 'boolean' } },
   positionals: { min: 0, max: 0 },
-  async run({ db, values, io }) {
-    const result = await withStore(openExisting(db), (store) => store.vacuum())
+  async run({ db, dbGiven, values, io }) {
+    const result = await withStore(openExisting(db, dbGiven, { write: true }), (store) => store.vacuum())
     if (values.json === true) println(io.stdout, JSON.stringify(result))
     else println(io.stdout, `vacuumed ${db}: ${formatBytes(result.bytesBefore)} → ${formatBytes(result.bytesAfter)}`)
     if (!result.walCleared) println(io.stderr, 'stablemem vacuum: another process is reading the store, so its WAL could not be emptied yet; run vacuum again later')
