@@ -20,7 +20,9 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { parseArgs } from 'node:util'
 import { matchAny } from '../lib/recall/fts-query.ts'
+import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, gateHits } from '../lib/recall/gate.ts'
 import { recallBlocks } from '../lib/recall/recall.ts'
+import { queryContent, relevance } from '../lib/recall/relevance.ts'
 import { analyzeQuery } from '../lib/recall/symbols.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
@@ -122,20 +124,44 @@ reader.count()
 log(`note count for the context line: ${countMs.toFixed(3)} ms counted, ${(nowMs() - t0).toFixed(3)} ms cached`)
 const recall: Record<string, { p50_ms: number, p99_ms: number }> = {}
 const baseline: Record<string, { p50_ms: number, p99_ms: number }> = {}
+const withoutGate: Record<string, { p50_ms: number, p99_ms: number }> = {}
+const gateOverhead: Record<string, number> = {}
+const gateWork: Record<string, number> = {}
 const ratios: number[] = []
+const gate = { minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, minScore: 0, topK: 5 }
 for (const kind of QUERY_KINDS) {
   const ours: number[] = []
+  const ungated: number[] = []
+  const work: number[] = []
   const raw: number[] = []
   let empty = 0
   let hitSum = 0
   for (let q = 0; q < WARMUP + QUERIES; q++) {
     const query = gen.query(kind, Math.floor((q * 7_654_321) % N))
     const match = matchAny(analyzeQuery(scrubQuery(query)))
+    // Ours is the injection path: recall with each hit's relevance, then the gate.
     const runOurs = () => {
       const start = nowMs()
       const hits = recallBlocks(reader, query, { topK: 5 })
+      gateHits(hits, gate)
       const ms = nowMs() - start
       if (q >= WARMUP) { ours.push(ms); hitSum += hits.length; if (hits.length === 0) empty++ }
+      // The gate's own work, timed alone: what recall adds for it (the query's parts weighed
+      // from the counts recall just read, each returned hit's relevance) and the gate. Less
+      // exposed to the machine's load than a difference of two recalls.
+      const analysis = analyzeQuery(scrubQuery(query))
+      const before = nowMs()
+      const content = queryContent(reader, analysis)
+      gateHits(hits.map((h) => ({ ...h, relevance: relevance(content, h.text.toLowerCase()) })), gate)
+      if (q >= WARMUP) work.push(nowMs() - before)
+    }
+    // The same recall with no relevance computed and no gate: the gate's cost is the difference
+    // (the median of the per-query differences).
+    const runUngated = () => {
+      const start = nowMs()
+      recallBlocks(reader, query, { topK: 5, relevance: false })
+      const ms = nowMs() - start
+      if (q >= WARMUP) ungated.push(ms)
     }
     const runRaw = () => {
       const start = nowMs()
@@ -143,14 +169,18 @@ for (const kind of QUERY_KINDS) {
       const ms = nowMs() - start
       if (q >= WARMUP) raw.push(ms)
     }
-    if (q % 2 === 0) { runOurs(); runRaw() } else { runRaw(); runOurs() }
+    if (q % 2 === 0) { runOurs(); runUngated(); runRaw() } else { runRaw(); runUngated(); runOurs() }
   }
   recall[kind] = summary(ours)
+  withoutGate[kind] = summary(ungated)
+  // Paired per query (both runs of one query are adjacent), so a burst of load hits both sides.
+  gateOverhead[kind] = round(percentile(ours.map((ms, i) => ms - ungated[i]!), 50), 3)
+  gateWork[kind] = round(percentile(work, 50), 3)
   baseline[kind] = summary(raw)
   ratios.push(percentile(ours, 50) / percentile(raw, 50))
   log(`recall ${kind.padEnd(20)} p50 ${recall[kind].p50_ms.toFixed(3)} ms  p99 ${recall[kind].p99_ms.toFixed(3)} ms | ` +
     `raw FTS5 p50 ${baseline[kind].p50_ms.toFixed(3)} ms  p99 ${baseline[kind].p99_ms.toFixed(3)} ms | ` +
-    `ratio p50 ${(percentile(ours, 50) / percentile(raw, 50)).toFixed(2)} | mean hits ${(hitSum / QUERIES).toFixed(1)}, empty ${empty}`)
+    `ratio p50 ${(percentile(ours, 50) / percentile(raw, 50)).toFixed(2)} | gate +${gateOverhead[kind]!.toFixed(3)} ms at p50 (its own work ${gateWork[kind]!.toFixed(3)} ms) | mean hits ${(hitSum / QUERIES).toFixed(1)}, empty ${empty}`)
 }
 reader.close()
 floor.close()
@@ -177,6 +207,9 @@ const result = {
   recall,
   baseline,
   ratio_p50: round(ratioP50, 2),
+  recall_without_gate: withoutGate,
+  gate_overhead_p50_ms: gateOverhead,
+  gate_work_p50_ms: gateWork,
   prestep_p50_ms: prestep.p50_ms,
   prestep_p99_ms: prestep.p99_ms,
 }

@@ -13,11 +13,14 @@ import { performance } from 'node:perf_hooks'
 import { isAbstention } from '../lib/recall/abstain.ts'
 import { recallBlocksHybrid } from '../lib/recall/hybrid.ts'
 import type { Hit } from '../lib/recall/types.ts'
-import { BlockStore } from '../lib/store/store.ts'
-import { EvalSetError, readEvalSet, type EvalBlock, type EvalSet } from './recall/eval-set.ts'
+import type { BlockStore } from '../lib/store/store.ts'
+import { buildStore, partition } from './recall/build-store.ts'
+import { EvalSetError, readEvalSet, type EvalSet } from './recall/eval-set.ts'
 import { FLOORS, FloorIndex, type FloorName } from './recall/floors.ts'
 import { byCategory, metrics, quantile, round, type Metrics, type Outcome } from './recall/metrics.ts'
 import { benchEmbedder, hybridRecallFn } from './recall/hybrid.ts'
+import { precisionTable, runPrecisionBench } from './recall/precision.ts'
+import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE } from '../lib/recall/gate.ts'
 import type { FusionMethod } from '../lib/recall/hybrid.ts'
 
 /** A recall under test: what the bench calls once per query. */
@@ -135,53 +138,6 @@ export async function runRecallBench(set: EvalSet, options: BenchOptions): Promi
   return { result, tables: renderTables(title, oursScored, floorScored, ks), markdown: renderMarkdown(oursScored, floorScored) }
 }
 
-/**
- * One store's blocks per scope (scoped) or all blocks (global). Duplicated texts collapse to one
- * block in the store (content addressing); the bench maps every gold id of such a text to it.
- */
-function partition(set: EvalSet, mode: 'scoped' | 'global'): Map<string, EvalBlock[]> {
-  const groups = new Map<string, EvalBlock[]>()
-  for (const b of set.blocks) {
-    const key = mode === 'global' ? '' : b.scope
-    const list = groups.get(key) ?? []
-    list.push(b)
-    groups.set(key, list)
-  }
-  if (mode === 'scoped') {
-    for (const q of set.queries) {
-      if (!groups.has(q.scope)) throw new EvalSetError(`query ${q.qid}: scope ${JSON.stringify(q.scope)} has no blocks (scoped mode)`)
-    }
-  }
-  return groups
-}
-
-/**
- * A fresh in-memory store filled through `commitMany`, one transaction per distinct block time,
- * the clock set to that time so creation times (recall's recency tie-break) follow the data.
- * Store ids are content hashes; `evalIds` maps each back to the set's ids (several when the set
- * holds the same text twice, which the store keeps once).
- */
-function buildStore(blocks: readonly EvalBlock[]): { store: BlockStore, evalIds: Map<string, string[]> } {
-  let clock = 0
-  const store = new BlockStore(':memory:', { now: () => clock })
-  const evalIds = new Map<string, string[]>()
-  const ordered = blocks.map((b, i) => ({ b, i, t: timeOf(b.time, i) })).sort((x, y) => x.t - y.t || x.i - y.i)
-  for (let start = 0; start < ordered.length;) {
-    let end = start
-    while (end < ordered.length && ordered[end]!.t === ordered[start]!.t) end++
-    clock = ordered[start]!.t
-    const results = store.commitMany(ordered.slice(start, end).map(({ b }) => ({ text: b.text, source: 'bench', scene: b.session })))
-    results.forEach((r, j) => evalIds.set(r.id, [...(evalIds.get(r.id) ?? []), ordered[start + j]!.b.id]))
-    start = end
-  }
-  return { store, evalIds }
-}
-
-function timeOf(time: string, index: number): number {
-  const parsed = Date.parse(time)
-  return Number.isFinite(parsed) ? parsed : index
-}
-
 /** One table per category (overall first): our row, then each floor's. */
 function renderTables(title: string, ours: Scored, floors: Map<FloorName, Scored>, ks: number[]): string {
   const row = (label: string, m: Metrics) =>
@@ -223,10 +179,16 @@ interface CliArgs {
   embedUrl: string
   embedModel: string
   fusion: FusionMethod | undefined
+  negatives: 'cross-scope' | 'cross-set' | undefined
+  against: string
+  minRelevance: number
+  falloff: number
+  half: 'a' | 'b' | undefined
 }
 
 function parseArgs(argv: readonly string[]): CliArgs {
-  const args: CliArgs = { data: '', mode: undefined, ks: [5, 10], json: false, markdown: false, repeat: 1, embedUrl: '', embedModel: 'default', fusion: undefined }
+  const args: CliArgs = { data: '', mode: undefined, ks: [5, 10], json: false, markdown: false, repeat: 1, embedUrl: '', embedModel: 'default', fusion: undefined,
+    negatives: undefined, against: '', minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, half: undefined }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!
     const value = () => {
@@ -239,6 +201,21 @@ function parseArgs(argv: readonly string[]): CliArgs {
     else if (flag === '--embed-model') args.embedModel = value()
     else if (flag === '--fusion') args.fusion = value() as FusionMethod
     else if (flag === '--json') args.json = true
+    else if (flag === '--negatives') {
+      const kind = value()
+      if (kind !== 'cross-scope' && kind !== 'cross-set') throw new EvalSetError(`--negatives must be cross-scope or cross-set, not ${JSON.stringify(kind)}`)
+      args.negatives = kind
+    } else if (flag === '--against') args.against = value()
+    else if (flag === '--min-relevance' || flag === '--falloff') {
+      const v = Number(value())
+      if (!(v >= 0 && v <= 1)) throw new EvalSetError(`${flag} must be a number from 0 to 1`)
+      if (flag === '--min-relevance') args.minRelevance = v
+      else args.falloff = v
+    } else if (flag === '--half') {
+      const half = value()
+      if (half !== 'a' && half !== 'b') throw new EvalSetError(`--half must be a or b, not ${JSON.stringify(half)}`)
+      args.half = half
+    }
     else if (flag === '--markdown') args.markdown = true
     else if (flag === '--mode') {
       const mode = value()
@@ -250,9 +227,10 @@ function parseArgs(argv: readonly string[]): CliArgs {
     } else if (flag === '--repeat') {
       args.repeat = Number(value())
       if (!Number.isInteger(args.repeat) || args.repeat < 1 || args.repeat > 50) throw new EvalSetError('--repeat must be an integer 1…50')
-    } else throw new EvalSetError(`unknown option ${flag} (usage: --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--markdown] [--embed-url <url> [--embed-model <name>] [--fusion ha|weighted|rrf]])`)
+    } else throw new EvalSetError(`unknown option ${flag} (usage: --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--markdown] [--embed-url <url> [--embed-model <name>] [--fusion ha|weighted|rrf]] [--negatives cross-scope|cross-set [--against <dir>] [--min-relevance x] [--falloff x] [--half a|b]])`)
   }
   if (args.data === '') throw new EvalSetError('--data <dir> is required (a folder with corpus.jsonl and queries.jsonl)')
+  if ((args.negatives === 'cross-set') !== (args.against !== '')) throw new EvalSetError('--negatives cross-set and --against <dir> go together')
   return args
 }
 
@@ -261,6 +239,14 @@ async function main(): Promise<void> {
     const args = parseArgs(process.argv.slice(2))
     const set = readEvalSet(args.data)
     const mode = args.mode ?? (set.scopes.length > 1 ? 'scoped' : 'global')
+    if (args.negatives !== undefined) {
+      const negatives = args.negatives === 'cross-set' ? { kind: 'cross-set' as const, against: readEvalSet(args.against) } : { kind: 'cross-scope' as const }
+      const gate = { minRelevance: args.minRelevance, falloff: args.falloff, minScore: 0, topK: 5 }
+      const result = await runPrecisionBench(set, { mode, negatives, gate, half: args.half })
+      process.stdout.write(`${precisionTable(result)}\n`)
+      if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`)
+      return
+    }
     const embed = args.embedUrl === '' ? undefined : { url: args.embedUrl, model: args.embedModel, languages: ['en'], fusion: args.fusion }
     const hybrid = embed ? hybridRecallFn(await benchEmbedder(set, embed), embed) : undefined
     const label = embed ? `recallBlocksHybrid(store, HttpEmbedder ${embed.url} ${embed.model} [en], fusion ${embed.fusion ?? 'default'})` : undefined

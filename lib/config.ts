@@ -2,6 +2,7 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import Schema from '@deepseek-ai/schemastery'
 import { MAX_VECTOR_DIMS } from './embed/types.ts'
+import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE } from './recall/gate.ts'
 import type { SecretsPolicy } from './secrets.ts'
 import type { DuplicatePolicy } from './store/duplicates.ts'
 
@@ -13,6 +14,8 @@ export interface Config {
   querySources: string[]
   injectBudgetChars: number
   minScore: number
+  minRelevance: number
+  relevanceFalloff: number
   maxBlockChars: number
   toolName: string
   secrets: SecretsPolicy
@@ -138,7 +141,11 @@ export const Config: Schema<Config> = Schema.object({
   injectBudgetChars: Schema.natural().min(500).max(50_000).default(2_000)
     .description('Upper bound on the characters of the injected recall message, header included (at least 500, so one note fits beside the header).'),
   minScore: Schema.number().min(0).max(1).default(0)
-    .description('Non-exact hits scoring below this are not injected (exact-symbol hits always are).'),
+    .description('Non-exact hits scoring below this are not injected (exact-symbol hits always are). The score is relative to the best candidate, so this cannot say "nothing is relevant": use `minRelevance`.'),
+  minRelevance: Schema.number().min(0).max(1).default(DEFAULT_MIN_RELEVANCE)
+    .description('The relevance gate: a non-exact note is injected only when it holds at least this share of what is specific in the message (its rare words, CJK bigrams, names and numbers, weighted by rarity). When no note passes, nothing is injected. 0 turns the gate off.'),
+  relevanceFalloff: Schema.number().min(0).max(1).default(DEFAULT_FALLOFF)
+    .description('Adaptive count: a note whose relevance is below this share of the most relevant injected note\'s is left out, so fewer than `topK` notes are injected when relevance falls off sharply. 0 keeps up to `topK`.'),
   maxBlockChars: Schema.natural().min(16).max(1_000_000).default(32_768)
     .description('Longest note accepted by commit, in characters; longer text is refused with an error.'),
   toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('stablemem_commit')

@@ -6,40 +6,11 @@
  * CLI, other plugins) and the renderer applies it again before anything reaches a prompt.
  */
 import { StableMemError } from './errors.ts'
+import { SHAPES, TRIGGERS } from './secrets/shapes.ts'
+import { withoutHidden } from './text/invisible.ts'
 
 /** What the store does with a note that contains a credential. */
 export type SecretsPolicy = 'redact' | 'refuse' | 'allow'
-
-/** One credential shape. `group` is the capture group holding the secret part (0 = whole match). */
-interface SecretPattern {
-  kind: string
-  pattern: RegExp
-  group: number
-}
-
-/**
- * Credential shapes. Each is linear-time (no nested quantifiers; a private key without its END
- * line is masked to the end of the text, so later BEGIN lines are never rescanned) so that
- * hostile 1 MB texts stay cheap. Where a label identifies the secret (`password=`, `Bearer `, `user:pass@`), only the
- * value is masked and the label stays, so the note still says what was there.
- */
-const PATTERNS: readonly SecretPattern[] = [
-  { kind: 'private-key', pattern: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|$)/g, group: 0 },
-  { kind: 'api-key', pattern: /(?<![A-Za-z0-9_-])sk-(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_]{20,}/g, group: 0 },
-  { kind: 'api-key', pattern: /(?<![A-Za-z0-9])(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}/g, group: 0 },
-  { kind: 'aws-key', pattern: /(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}(?![A-Z0-9])/g, group: 0 },
-  { kind: 'github-token', pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})/g, group: 0 },
-  { kind: 'slack-token', pattern: /(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}/g, group: 0 },
-  { kind: 'google-api-key', pattern: /(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}/g, group: 0 },
-  { kind: 'jwt', pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
-  { kind: 'bearer-token', pattern: /\b(?:Bearer|Basic)\s+([A-Za-z0-9._~+/-]{16,}=*)/gi, group: 1 },
-  { kind: 'url-password', pattern: /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s:/@]{0,256}:([^\s/@]{1,256})@/gi, group: 1 },
-  {
-    kind: 'password',
-    pattern: /(?:(?<![A-Za-z])(?:password|passwd|pwd|passphrase|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|auth[_-]?token|access[_-]?token)|密码|口令|密钥)["']?\s*(?:[:=：]|是|为)\s*("[^"\n]{1,512}"|'[^'\n]{1,512}'|[^\s"',;，；。]{1,512})/gi,
-    group: 1,
-  },
-]
 
 /** One credential found in a text: where its secret part is, and what kind it is. */
 export interface SecretMatch {
@@ -48,22 +19,27 @@ export interface SecretMatch {
   end: number
 }
 
-/**
- * A fragment every pattern above needs, found in one pass. Most notes contain none, and for them
- * the eleven patterns never run: the commit path stays cheap (measured by `bench:perf`).
- */
-const TRIGGER = /sk-|[spr]k_|A(?:KIA|SIA|GPA|IDA|ROA)|gh[pousr]_|github_pat_|xox|AIza|eyJ|bearer|basic|:\/\/|PRIVATE KEY|pass|pwd|secret|key|token|密码|口令|密钥/i
-
 /** Every credential in `text`, left to right, overlaps merged into the earlier match. */
 export function findSecrets(text: string): SecretMatch[] {
-  if (!TRIGGER.test(text)) return []
+  const [tokens, labels] = TRIGGERS.map((trigger) => trigger.test(text))
+  if (!tokens && !labels) return []
   const found: SecretMatch[] = []
-  for (const { kind, pattern, group } of PATTERNS) {
+  for (const { kind, pattern, group, accept, needs } of SHAPES) {
+    if (!(needs.flags.includes('i') ? labels : tokens) || !needs.test(text)) continue
     pattern.lastIndex = 0
-    for (const match of text.matchAll(pattern)) {
-      const value = match[group]
-      if (value === undefined || value === '' || isPlaceholder(value)) continue
-      const start = match.index + (group === 0 ? 0 : match[0].lastIndexOf(value))
+    for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+      const whole = match[group]
+      if (whole === undefined) continue
+      // A sentence's full stop after an unquoted value is the sentence's, not the secret's.
+      const value = group === 0 ? whole : whole.replace(/(?<=[^.。])[.。]+$/, '')
+      const start = match.index + (group === 0 ? 0 : match[0].lastIndexOf(whole))
+      // A value without a letter or digit ("密码 / 口令", "password: …") is punctuation, not a password.
+      if (value === '' || isPlaceholder(value) || !/[\p{L}\p{N}]/u.test(value)) continue
+      if (accept && !accept(value, match)) {
+        // A rejected value may begin the next credential ("x_key = API_SECRET: …"): look again from it.
+        pattern.lastIndex = group === 0 ? match.index + 1 : start
+        continue
+      }
       found.push({ kind, start, end: start + value.length })
     }
   }
@@ -92,11 +68,13 @@ export function redactSecrets(text: string): { text: string, kinds: string[] } {
 
 /**
  * Applies the policy to a note about to be stored: `redact` masks, `refuse` throws a
- * `contains_secret` error naming the kinds (never the secret), `allow` keeps the text.
+ * `contains_secret` error naming the kinds (never the secret), `allow` keeps the text. The
+ * detector reads the text without its invisible characters (`withoutHidden`), so a credential
+ * split by a zero-width space is found too; a note masked that way is stored without them.
  */
 export function applySecretsPolicy(text: string, policy: SecretsPolicy, field = 'text'): { text: string, redacted: string[] } {
   if (policy === 'allow') return { text, redacted: [] }
-  const { text: masked, kinds } = redactSecrets(text)
+  const { text: masked, kinds } = redactSecrets(withoutHidden(text))
   if (kinds.length === 0) return { text, redacted: [] }
   if (policy === 'refuse') {
     throw new StableMemError('contains_secret',

@@ -13,11 +13,13 @@ import { coolingOptions, coolTick, type CoolingReport } from './kernel/layers/co
 import type { Distiller } from './kernel/layers/distill.ts'
 import { llmDistiller } from './kernel/layers/llm-distiller.ts'
 import { isAbstention } from './recall/abstain.ts'
-import { recallBlocksHybrid } from './recall/hybrid.ts'
-import { DEGRADED_REASONS, type DegradedReason, type HybridHits } from './recall/types.ts'
 import type { CapturePiece, CaptureResult, LayerStats, Origin } from './store/layers.ts'
 import { AccessRecorder, type AccessStats } from './store/access.ts'
 import { failureKind, transientReason } from './store/failure.ts'
+import { gateHits } from './recall/gate.ts'
+import { markDegraded, recallBlocksHybrid } from './recall/hybrid.ts'
+import { MAX_TOP_K } from './recall/recall.ts'
+import { DEGRADED_REASONS, type DegradedReason, type Hit, type HybridHits } from './recall/types.ts'
 import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
@@ -68,6 +70,24 @@ export interface VectorStats extends Partial<VectorizerStats> {
   circuit: string
   /** Why the embedder could not be created from the configuration, if it could not. */
   error?: string
+}
+
+/** Options of `ctx.stablemem.recall`. */
+export interface RecallCallOptions {
+  /** How many notes (default 5; with `purpose: 'inject'`, the config's `topK`). */
+  topK?: number
+  /** Count the returned notes as accesses (default true). */
+  recordAccess?: boolean
+  /**
+   * `search` (default): the ranked list, ungated, as a deliberate search wants it. `inject`:
+   * exactly the notes the per-turn injection would show (the relevance gate applied).
+   */
+  purpose?: 'search' | 'inject'
+}
+
+/** The gated hits, keeping the `degraded` mark of the list they were taken from. */
+function keepMarks(from: HybridHits, hits: Hit[]): HybridHits {
+  return from.degraded === undefined ? hits : markDegraded(hits, from.degraded)
 }
 
 /** Degraded reasons that mean something is wrong (shown in the prompt context line); the rest are by design. */
@@ -162,8 +182,12 @@ export class StableMem extends Service {
    * embedder, vectors take part when they can; otherwise the lexical result is returned and the
    * reason counted (see `stats().recallDegraded`). When the query names a specific exact string
    * the store lacks, the result is empty and carries a non-enumerable `abstained` reason (`abstentionOf`).
+   * Every hit carries its absolute `relevance`. With `purpose: 'inject'` the result is what the
+   * per-turn injection shows: of the best `topK` (default: the config's), those the relevance
+   * gate and adaptive count of the config let through (`gate.ts`), only they counted as accessed;
+   * the injection then renders them within `injectBudgetChars`.
    */
-  async recall(query: string, options: { topK?: number, recordAccess?: boolean } = {}): Promise<HybridHits> {
+  async recall(query: string, options: RecallCallOptions = {}): Promise<HybridHits> {
     // A JavaScript caller can pass anything; recalling nothing for a number would hide its bug.
     if (typeof query !== 'string') throw new StableMemError('invalid_input', `query must be a string, not ${kindOf(query)}`)
     if (options === null || typeof options !== 'object') throw new StableMemError('invalid_input', `options must be an object, not ${kindOf(options)}`)
@@ -173,13 +197,22 @@ export class StableMem extends Service {
     if (options.recordAccess !== undefined && typeof options.recordAccess !== 'boolean') {
       throw new StableMemError('invalid_input', `recordAccess must be a boolean, not ${kindOf(options.recordAccess)}`)
     }
+    if (options.purpose !== undefined && options.purpose !== 'inject' && options.purpose !== 'search') {
+      const given = typeof options.purpose === 'string' ? JSON.stringify(options.purpose) : kindOf(options.purpose)
+      throw new StableMemError('invalid_input', `purpose must be 'inject' or 'search', not ${given}`)
+    }
+    const inject = options.purpose === 'inject'
     const store = this.open()
     let hits: HybridHits
     try {
       hits = await recallBlocksHybrid(store, this.embedder, query, {
-        topK: options.topK, recordAccess: false,
+        topK: inject ? (options.topK ?? this.config.topK) : options.topK, recordAccess: false,
         budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
       })
+      if (inject && !isAbstention(hits)) {
+        const { minRelevance, relevanceFalloff: falloff, minScore } = this.config
+        hits = keepMarks(hits, gateHits(hits, { minRelevance, falloff, minScore, topK: MAX_TOP_K }))
+      }
     } catch (error) {
       throw this.failed(store, error)
     }
@@ -302,8 +335,8 @@ export class StableMem extends Service {
     return this.use((store) => store.get(id))
   }
 
-  /** Records an edge between two nodes (idempotent per source, target and type). */
-  async link(edge: EdgeInput): Promise<{ created: boolean }> {
+  /** Records an edge between two nodes (idempotent per source, target and type); `redacted` names credentials masked in its fields. */
+  async link(edge: EdgeInput): Promise<{ created: boolean, redacted?: string[] }> {
     const result = this.use((store) => store.link(edge))
     this.recovered()
     return result

@@ -66,7 +66,7 @@ t.test('commit, get and recall: Chinese and English, exact pin, read-only recall
   t.ok(hits[0]!.score >= 1, 'pinned score')
   t.match(hits[0]?.why, /exact 8499/)
   const english = await runCli(['recall', 'which PostgreSQL version is on staging?', '--db', db])
-  t.match(english.stdout, /^1\. blk_[0-9a-f]{24}  score [0-9.]+\n   why: .*postgresql.*\n   > The staging database runs PostgreSQL 16\.4/)
+  t.match(english.stdout, /^1\. blk_[0-9a-f]{24}  score [0-9.]+  relevance [0-9.]+\n   why: .*postgresql.*\n   > The staging database runs PostgreSQL 16\.4/)
   const none = await runCli(['recall', 'zebra', '--db', db])
   t.equal(none.stdout, 'no notes match\n')
   const typo = await runCli(['recall', '8494 是哪个服务的端口？', '--db', db])

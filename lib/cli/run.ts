@@ -7,6 +7,7 @@
 import { parseArgs } from 'node:util'
 import { defaultStorePath } from '../config.ts'
 import { StableMemError } from '../errors.ts'
+import { escapeForDisplay } from '../text/terminal.ts'
 import { println, UsageError, type CliIo, type Command } from './command.ts'
 
 /** The subcommands, in help order. A new command is one module under `commands/` and one row here. */
@@ -85,7 +86,8 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
       println(io.stderr, `stablemem ${name}: this Node (${process.versions.node}) has no node:sqlite; run \`stablemem doctor\` for details`)
       return 1
     }
-    println(io.stderr, `stablemem ${name}: ${error instanceof StableMemError ? error.message : firstLine(error)}`)
+    // A refusal may quote what it refused (an id from an import file): escaped, like stored text.
+    println(io.stderr, `stablemem ${name}: ${escapeForDisplay(error instanceof StableMemError ? error.message : firstLine(error))}`)
     return 1
   }
 }

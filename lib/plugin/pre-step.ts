@@ -31,18 +31,18 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
     if (service.unavailableReason() !== undefined) return decision // memory is off; the context line says why
     let text: string
     try {
-      const hits = await service.recall(query, { topK: config.topK, recordAccess: false })
+      // The notes the relevance gate lets through (an empty list when nothing is relevant).
+      const hits = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false })
       const abstention = abstentionOf(hits)
       if (abstention !== undefined) {
         // The notice answers a question about a store that holds notes; after a statement, or
         // with nothing stored yet, it would only make the model doubt what the user just said.
         text = isQuestion(query) && (service.blockCount() ?? 0) > 0 ? renderAbstention(abstention) : ''
       } else {
-        const shown = hits.filter((h) => h.exact || h.score >= config.minScore)
-        const origins = await service.origins(shown.map((h) => h.id))
-        const rendered = renderRecall(shown, config.injectBudgetChars, undefined, (id) => originLabel(origins.get(id), String(payload.agent.id)))
-        // Only notes the model is shown count as accessed (not those cut by minScore or the budget).
-        await service.recordAccess(shown.slice(0, rendered.shown).map((h) => h.id))
+        const origins = await service.origins(hits.map((h) => h.id))
+        const rendered = renderRecall(hits, config.injectBudgetChars, undefined, (id) => originLabel(origins.get(id), String(payload.agent.id)))
+        // Only notes the model is shown count as accessed (not those gated out or cut by the budget).
+        await service.recordAccess(hits.slice(0, rendered.shown).map((h) => h.id))
         text = rendered.text
       }
     } catch (error) {

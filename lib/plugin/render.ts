@@ -1,6 +1,7 @@
 import type { Abstention } from '../recall/abstain.ts'
 import type { Hit } from '../recall/types.ts'
 import { redactSecrets } from '../secrets.ts'
+import { LINE_BREAK, visibleForModel } from '../text/invisible.ts'
 
 /** First line of every recall message: what these notes are, and that they are data, not orders. */
 export const RECALL_HEADER = '[stablemem] Notes recalled from long-term memory for the message above. ' +
@@ -21,7 +22,9 @@ const CUT = ' …[truncated]'
  * own: it cannot close its frame, open a new one, or pose as a system or tool message. Notes are
  * added best-first until `budgetChars` is reached; the first note is cut rather than dropped.
  * Credentials are masked here as well as at commit time, so a note stored before the guard
- * existed (or with `secrets: 'allow'`) still never puts one into the prompt. `mask` exists so that
+ * existed (or with `secrets: 'allow'`) still never puts one into the prompt. Controls, bidi
+ * controls and invisible characters are neutralised first (`visibleForModel`), so hidden text
+ * (Unicode tag characters, zero-width runs) never reaches the model. `mask` exists so that
  * tests can show the guard is what keeps them out.
  * `origin` labels a block captured at compaction with when and where it was said (`origin.ts`).
  * Returns the text ('' when there is nothing to show) and how many of the hits, from the first,
@@ -34,7 +37,8 @@ export function renderRecall(hits: readonly Hit[], budgetChars: number, mask: (t
   for (const hit of hits) {
     const from = origin(hit.id)
     const head = `\n\n[${shown + 1}] ${hit.id}${hit.exact ? ' · exact match' : ''}${from === undefined ? '' : ` · ${from}`}\n`
-    const text = mask(hit.text)
+    // Invisible characters go first, so a credential split by a zero-width space is whole when masked.
+    const text = mask(visibleForModel(hit.text))
     const body = quote(text)
     const room = budgetChars - out.length - head.length
     if (body.length <= room) {
@@ -58,18 +62,9 @@ function cutQuoted(body: string, max: number): string {
   return cut.replace(/\n>? ?$/, '')
 }
 
-/**
- * Every character a tokenizer or terminal may treat as a line break (CR, LF, VT, FF, NEL, the
- * Unicode line and paragraph separators): stored text is split on all of them, so none can begin
- * an unquoted line.
- */
-const LINE_BREAK = /\r\n|[\r\n\v\f\u0085\u2028\u2029]/
-/** Other C0 controls and DEL: invisible in the prompt, useless in a note, replaced by a space. */
-const CONTROL = /[\u0000-\u0008\u000e-\u001f\u007f]/g
-
-/** Every line of `text` prefixed with "> " (controls replaced): how stored text always reaches the model. */
+/** Every line prefixed with "> ", split at every kind of line break (`LINE_BREAK`), so none can begin an unquoted line. */
 export function quote(text: string): string {
-  return text.split(LINE_BREAK).map((line) => `> ${line.replace(CONTROL, ' ')}`).join('\n')
+  return text.split(LINE_BREAK).map((line) => `> ${line}`).join('\n')
 }
 
 

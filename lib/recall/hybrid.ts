@@ -4,6 +4,7 @@ import { vectorIndexFor, type VectorHit } from '../embed/vector-index.ts'
 import type { BlockStore } from '../store/store.ts'
 import { isAbstention } from './abstain.ts'
 import { clampTopK, recallBlocks } from './recall.ts'
+import { queryRelevance } from './relevance.ts'
 import type { DegradedReason, Hit, HybridHits, RecallOptions } from './types.ts'
 
 /**
@@ -47,7 +48,9 @@ const DEFAULT_CANDIDATES = 100
  * and fuses both into one score per block; a block holding an exact query symbol stays pinned
  * above every fused score. An abstention of the lexical recall (the query names an exact string
  * no block holds) is returned as it is: vectors never answer a question the store cannot.
- * Superseded blocks stay out of the vector candidates as they stay out of the lexical ones. Whenever vectors cannot take part the result is
+ * Superseded blocks stay out of the vector candidates as they stay out of the lexical ones. A fused
+ * hit's `relevance` is the larger of its lexical relevance and its cosine, so the injection gate
+ * lets a paraphrase found by its vector through. Whenever vectors cannot take part the result is
  * exactly `recallBlocks`, marked with a non-enumerable `degraded` reason (JSON, `Object.keys` and
  * deep equality see the lexical hits). It never throws because of the embedder.
  */
@@ -78,7 +81,7 @@ export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder |
   const minCosine = options.minCosine ?? DEFAULT_MIN_COSINE
   const vecHits = index.search(queryVector, candidates, allow).filter((h) => h.score >= minCosine)
   const lexCosine = index.scoreIds(queryVector, lexHits.map((h) => h.id), allow)
-  const hits = fuse(store, lexHits, vecHits, lexCosine, options).slice(0, clampTopK(options.topK))
+  const hits = fuse(store, text, lexHits, vecHits, lexCosine, options).slice(0, clampTopK(options.topK))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))
   return hits
 }
@@ -107,17 +110,20 @@ interface Candidate {
   lexRank: number
   vector: number
   vecRank: number
+  relevance: number
   why: string
 }
 
-function fuse(store: BlockStore, lexHits: Hit[], vecHits: VectorHit[], lexCosine: Map<string, number>, options: HybridOptions): Hit[] {
+function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorHit[], lexCosine: Map<string, number>, options: HybridOptions): Hit[] {
   const method = options.fusion ?? DEFAULT_FUSION
   const w = options.vectorWeight ?? DEFAULT_VECTOR_WEIGHT
   const byId = new Map<string, Candidate>()
+  // A note found by its vector alone still gets its lexical relevance (usually 0; the cosine decides).
+  let relevanceOf: ((text: string) => number) | undefined
   lexHits.forEach((h, rank) => {
     byId.set(h.id, {
       id: h.id, text: h.text, exact: h.exact, pinned: h.exact ? h.score : 0, lexical: h.exact ? 1 : h.score, lexRank: rank + 1,
-      vector: Math.max(0, lexCosine.get(h.id) ?? 0), vecRank: 0, why: h.why,
+      vector: Math.max(0, lexCosine.get(h.id) ?? 0), vecRank: 0, relevance: h.relevance, why: h.why,
     })
   })
   vecHits.forEach((v, rank) => {
@@ -129,7 +135,8 @@ function fuse(store: BlockStore, lexHits: Hit[], vecHits: VectorHit[], lexCosine
     }
     const block = store.get(v.id)
     if (!block || block.supersededBy !== null) return
-    byId.set(v.id, { id: v.id, text: block.text, exact: false, pinned: 0, lexical: 0, lexRank: 0, vector: Math.max(0, v.score), vecRank: rank + 1, why: 'vector only' })
+    byId.set(v.id, { id: v.id, text: block.text, exact: false, pinned: 0, lexical: 0, lexRank: 0, vector: Math.max(0, v.score), vecRank: rank + 1,
+      relevance: (relevanceOf ??= queryRelevance(store, query))(block.text), why: 'vector only' })
   })
   const scored = [...byId.values()].map((c) => {
     let score: number
@@ -138,7 +145,8 @@ function fuse(store: BlockStore, lexHits: Hit[], vecHits: VectorHit[], lexCosine
     else if (method === 'ha') score = 0.7 * c.vector + 0.3 * c.lexical
     else score = w * c.vector + (1 - w) * c.lexical
     const why = c.vector > 0 ? `${c.why}; vector ${c.vector.toFixed(3)}` : c.why
-    return { id: c.id, text: c.text, score, exact: c.exact, why }
+    // With vectors, relevance is absolute on both sides: the lexical share or the cosine, whichever is larger.
+    return { id: c.id, text: c.text, score, exact: c.exact, relevance: Math.max(c.relevance, c.vector), why }
   })
   scored.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   return scored

@@ -6,6 +6,7 @@ import { arbitrate } from './arbitration.ts'
 import { CHAR_SHARE, charOverlap, queryChars } from './char-overlap.ts'
 import { COVERAGE_SHARE, coverage, weightedWords } from './coverage.ts'
 import { matchAny, matchPhrase } from './fts-query.ts'
+import { queryContent, relevance } from './relevance.ts'
 import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
 import { analyzeQuery, containsWhole, isEmptyAnalysis, symbolVariants, type QueryAnalysis } from './symbols.ts'
 import type { RecallOptions } from './types.ts'
@@ -36,6 +37,8 @@ export interface RankingSwitches {
   arbitration?: boolean
   /** Abstention on absent exact symbols (`abstain.ts`). */
   abstain?: boolean
+  /** The absolute relevance of each hit (`relevance.ts`); off, every hit carries 1 (nothing is gated). */
+  relevance?: boolean
 }
 
 interface Candidate {
@@ -68,11 +71,14 @@ interface Candidate {
  * 6. Non-pinned scores are blended with their scene's context (`scene-context.ts`).
  * 7. Sort (ties: newer first, then id, so the order never depends on SQLite's plan), then drop
  *    notes a later candidate explicitly replaces (`arbitration.ts`), then cut to topK.
+ * 8. Each returned hit carries its absolute relevance: the share of the query's specific content
+ *    it holds (`relevance.ts`), which the injection gate reads (`gate.ts`).
  */
 export function recallBlocks(store: BlockStore, query: string, options: RecallOptions & RankingSwitches = {}): RecallHits {
   const topK = clampTopK(options.topK)
   const text = scrubQuery(typeof query === 'string' ? query : '')
-  const analysis = specificTerms(store, analyzeQuery(text))
+  const full = analyzeQuery(text)
+  const analysis = specificTerms(store, full)
   if (isEmptyAnalysis(analysis)) return []
   const bm25 = new Map<number, number>()
   const addCandidates = (match: string, limit: number) => {
@@ -114,8 +120,10 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
   applySceneContext(scored, options.sceneContext === false ? 0 : SCENE_WEIGHT)
   scored.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   const kept = options.arbitration === false ? scored.slice(0, topK) : arbitrate(scored, topK)
+  const content = options.relevance === false || kept.length === 0 ? undefined : queryContent(store, full)
   const hits = kept.map((c) => ({
-    id: c.id, text: c.text, score: c.score, exact: c.exact, why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical),
+    id: c.id, text: c.text, score: c.score, exact: c.exact, relevance: content === undefined ? 1 : relevance(content, c.lower),
+    why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical),
   }))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))
   return hits

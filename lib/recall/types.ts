@@ -8,6 +8,13 @@ export interface Hit {
   score: number
   /** True when the block contains one of the query's exact symbols (port, IP, path, version …). */
   exact: boolean
+  /**
+   * Absolute relevance in [0, 1]: the share of the query's specific content (its rare words, CJK
+   * bigrams and exact symbols, weighted by IDF; parts no note holds weigh most) this note holds.
+   * Unlike `score` it is not relative to the other candidates, so it can say "nothing here is
+   * relevant"; the injection gate reads it (`gate.ts`).
+   */
+  relevance: number
   /** A short, human-readable account of why this block was recalled. */
   why: string
 }

@@ -5,6 +5,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
+import { isInvisibleOnly } from '../text/invisible.ts'
 import { nearKey } from '../text/near-key.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
@@ -13,6 +14,7 @@ import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type Fo
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import { LayerTable } from './layers.ts'
 import { adopt, exists, mark, restore, type ChainAccess } from './supersede.ts'
+import { checkTag } from './tags.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
 import { VectorTable } from './vectors.ts'
 
@@ -65,9 +67,6 @@ const PAGE_CACHE_KIB = -65_536
 
 /** SQLite's result code for "another connection holds the lock". */
 const SQLITE_BUSY = 5
-
-/** Longest accepted metadata value (source, scene, semantic type, edge fields). */
-const MAX_TAG_CHARS = 256
 
 /** Columns every block read uses, in one place so readers cannot drift apart (`toBlock` reads them by position). */
 const BLOCK_COLUMNS = 'id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, superseded_by'
@@ -207,7 +206,7 @@ export class BlockStore {
       if (replaced !== undefined) result.restored = replaced
       if (row.redacted.length > 0) result.redacted = row.redacted
       if (!created || duplicateOf === undefined) return result
-      if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now)
+      if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now, false)
       return { ...result, duplicateOf }
     }))
     // Our own commits do not change `data_version`, so the cached count stays valid if we add ours.
@@ -363,26 +362,34 @@ export class BlockStore {
    * Records a directed edge; idempotent per (source kind, source id, target kind, target id, type).
    * A `block` endpoint must exist, so an edge can never point at nothing.
    */
-  link(edge: EdgeInput): { created: boolean } {
-    return this.insertEdge(edge, this.now())
+  link(edge: EdgeInput): { created: boolean, redacted?: string[] } {
+    return this.insertEdge(edge, this.now(), false)
   }
 
   /**
    * The one edge writer behind `link` and `importEdge`. It stores the normalised fields it
    * checked: checking one spelling and writing another would let ' block' slip past the endpoint
-   * check and break uniqueness.
+   * check and break uniqueness. Its fields are tags (`lib/store/tags.ts`): a credential in one is
+   * masked like one in a note, and refused on import, which must restore exactly.
    */
-  private insertEdge(edge: EdgeInput, createdAt: number): { created: boolean } {
+  private insertEdge(edge: EdgeInput, createdAt: number, importing: boolean): { created: boolean, redacted?: string[] } {
     if (edge === null || typeof edge !== 'object') throw new StableMemError('invalid_input', 'edge must be an object')
+    const redacted = new Set<string>()
     const [sourceKind, sourceId, targetKind, targetId, type] = (['sourceKind', 'sourceId', 'targetKind', 'targetId', 'type'] as const)
-      .map((field) => checkTag(edge[field], field, true)) as [string, string, string, string, string]
+      .map((field) => {
+        const tag = checkTag(edge[field], field, true, this.secrets)
+        for (const kind of tag.redacted) redacted.add(kind)
+        return tag.value
+      }) as [string, string, string, string, string]
+    if (importing && redacted.size > 0) throw unmaskedImport('edge fields', [...redacted])
     for (const [kind, id, field] of [[sourceKind, sourceId, 'sourceId'], [targetKind, targetId, 'targetId']] as const) {
       if (kind === 'block' && !this.get(id)) throw new StableMemError('not_found', `${field}: no block ${id}`)
     }
     const result = this.stmt('link', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
       VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
       .run(sourceKind, sourceId, targetKind, targetId, type, createdAt)
-    return { created: Number(result.changes) > 0 }
+    const created = Number(result.changes) > 0
+    return redacted.size > 0 ? { created, redacted: [...redacted] } : { created }
   }
 
   /** Edges that touch the node, in both directions, oldest first. */
@@ -540,7 +547,7 @@ export class BlockStore {
     const updatedAt = checkTime(block.updatedAt, 'updatedAt')
     const accessCount = checkCount(block.accessCount, 'accessCount')
     const lastAccessAt = block.lastAccessAt === null ? null : checkTime(block.lastAccessAt, 'lastAccessAt')
-    const supersededBy = block.supersededBy === null ? null : checkTag(block.supersededBy, 'supersededBy', true)
+    const supersededBy = block.supersededBy === null ? null : checkTag(block.supersededBy, 'supersededBy', true, 'allow').value
     const created = this.restoreRow(row, createdAt, updatedAt, accessCount, lastAccessAt)
     const result = row.redacted.length > 0 ? { created, id: row.id, redacted: row.redacted } : { created, id: row.id }
     if (supersededBy === null) return result
@@ -602,7 +609,7 @@ export class BlockStore {
    * `block` endpoint must already exist (export writes blocks before edges).
    */
   importEdge(edge: Edge): { created: boolean } {
-    return this.insertEdge(edge, checkTime(edge.createdAt, 'createdAt'))
+    return this.insertEdge(edge, checkTime(edge.createdAt, 'createdAt'), true)
   }
 
   /**
@@ -621,6 +628,7 @@ export class BlockStore {
     }
     const canonical = canonicalText(input.text)
     if (canonical.length === 0) throw new StableMemError('invalid_input', `${prefix}text is empty`)
+    if (isInvisibleOnly(canonical)) throw new StableMemError('invalid_input', `${prefix}text has no visible characters`)
     if (canonical.length > this.maxBlockChars) {
       throw new StableMemError('too_large', `${prefix}text has ${canonical.length} characters; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
     }
@@ -628,15 +636,15 @@ export class BlockStore {
     if (text.length > this.maxBlockChars) {
       throw new StableMemError('too_large', `${prefix}text has ${text.length} characters after masking credentials; the limit is ${this.maxBlockChars} (config maxBlockChars)`)
     }
-    return {
-      id: blockId(text),
-      text,
-      redacted,
-      source: checkTag(input.source ?? '', `${prefix}source`, false),
-      scene: checkTag(input.scene ?? '', `${prefix}scene`, false),
-      semanticType: checkTag(input.semanticType ?? '', `${prefix}semanticType`, false),
-      supersedes: checkTag(input.supersedes ?? '', `${prefix}supersedes`, false),
+    // Tags are masked under the same policy as the text (`lib/store/tags.ts`).
+    const tag = (value: unknown, field: string): string => {
+      const checked = checkTag(value, `${prefix}${field}`, false, secrets)
+      for (const kind of checked.redacted) if (!redacted.includes(kind)) redacted.push(kind)
+      return checked.value
     }
+    const [source, scene, semanticType, supersedes] = [tag(input.source ?? '', 'source'), tag(input.scene ?? '', 'scene'),
+      tag(input.semanticType ?? '', 'semanticType'), tag(input.supersedes ?? '', 'supersedes')]
+    return { id: blockId(text), text, redacted, source, scene, semanticType, supersedes }
   }
 
   private forgetHost(): ForgetHost {
@@ -766,12 +774,9 @@ function isBusy(error: unknown): boolean {
   return ((error as { errcode?: number }).errcode ?? 0) % 256 === SQLITE_BUSY
 }
 
-function checkTag(value: unknown, field: string, required: boolean): string {
-  if (typeof value !== 'string') throw new StableMemError('invalid_input', `${field} must be a string`)
-  if (required && value.trim() === '') throw new StableMemError('invalid_input', `${field} is empty`)
-  if (value.length > MAX_TAG_CHARS) throw new StableMemError('too_large', `${field} is longer than ${MAX_TAG_CHARS} characters`)
-  if (hasLoneSurrogate(value) || value.includes('\0')) throw new StableMemError('invalid_input', `${field} contains NUL or an unpaired surrogate`)
-  return value.normalize('NFC').trim()
+/** Import restores exactly: a credential the policy would mask is refused, naming its kinds. */
+function unmaskedImport(what: string, kinds: readonly string[]): StableMemError {
+  return new StableMemError('contains_secret', `${what} contain credentials (${kinds.join(', ')}); the secrets policy does not allow importing them unmasked`)
 }
 
 /** The latest time a JavaScript `Date` can hold (ms since the epoch): 275760-09-13. */

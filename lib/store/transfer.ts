@@ -2,9 +2,13 @@
  * Moving a store's contents in and out as files: a lossless JSON Lines format (one header line,
  * then every block, then every edge) that `importJsonl` restores exactly, and a Markdown view for
  * people. Import is idempotent and stops at the first bad line, keeping every line before it.
+ * Both views escape what a terminal would act on (`lib/text/terminal.ts`): the JSON Lines export
+ * losslessly, as `\uXXXX`, the Markdown view visibly, as `\u{…}`.
  */
 import { StableMemError } from '../errors.ts'
 import type { SecretsPolicy } from '../secrets.ts'
+import { LINE_BREAK } from '../text/invisible.ts'
+import { escapeForDisplay, jsonForDisplay } from '../text/terminal.ts'
 import type { BlockStore } from './store.ts'
 import type { Block, Edge } from './types.ts'
 
@@ -30,11 +34,11 @@ export function * exportJsonl(store: BlockStore, counts: ExportCounts = { blocks
   yield JSON.stringify({ record: 'header', format: EXPORT_FORMAT, version: EXPORT_VERSION, exportedAt: now })
   for (const block of store.allBlocks()) {
     counts.blocks++
-    yield JSON.stringify({ record: 'block', ...block })
+    yield jsonForDisplay({ record: 'block', ...block })
   }
   for (const edge of store.allEdges()) {
     counts.edges++
-    yield JSON.stringify({ record: 'edge', ...edge })
+    yield jsonForDisplay({ record: 'edge', ...edge })
   }
 }
 
@@ -50,20 +54,33 @@ export function * exportMarkdown(store: BlockStore, counts: ExportCounts = { blo
     yield ''
     yield `## ${block.id}`
     yield ''
-    for (const line of block.text.split(/\r\n|\r|\n/)) yield `> ${line}`
+    for (const line of block.text.split(LINE_BREAK)) yield `> ${escapeForDisplay(line)}`
     yield ''
     const tags = [['source', block.source], ['scene', block.scene], ['type', block.semanticType]].filter(([, v]) => v !== '')
-    for (const [key, value] of tags) yield `- ${key}: \`${value}\``
+    for (const [key, value] of tags) yield `- ${key}: ${code(value!)}`
     yield `- created ${iso(block.createdAt)}, updated ${iso(block.updatedAt)}`
     yield `- recalled ${block.accessCount} time${block.accessCount === 1 ? '' : 's'}${block.lastAccessAt === null ? '' : `, last ${iso(block.lastAccessAt)}`}`
     for (const edge of store.edgesOf('block', block.id)) {
       if (edge.sourceKind === 'block' && edge.sourceId === block.id) {
-        yield `- ${edge.type} → ${edge.targetKind} \`${edge.targetId}\``
+        yield `- ${escapeForDisplay(edge.type)} → ${escapeForDisplay(edge.targetKind)} ${code(edge.targetId)}`
       } else {
-        yield `- ${edge.type} ← ${edge.sourceKind} \`${edge.sourceId}\``
+        yield `- ${escapeForDisplay(edge.type)} ← ${escapeForDisplay(edge.sourceKind)} ${code(edge.sourceId)}`
       }
     }
   }
+}
+
+/**
+ * A tag as a Markdown code span on one line: controls, line breaks and invisible characters
+ * escaped (a tag stored before tags were checked may hold a line break that would start a forged
+ * section), inside a run of backticks longer than any in the value (CommonMark's rule), so a
+ * backtick cannot end the span early.
+ */
+function code(value: string): string {
+  const text = escapeForDisplay(value)
+  const fence = '`'.repeat(Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length)) + 1)
+  const pad = text.startsWith('`') || text.endsWith('`') ? ' ' : ''
+  return `${fence}${pad}${text}${pad}${fence}`
 }
 
 /** Progress of a running import. */

@@ -66,7 +66,7 @@ const exemptAdapter = (rel: string) => rel.startsWith(ADAPTER)
  * The secrets scanner recognises credential formats in note text in order to mask them, so it may
  * name those formats (`Bearer …`, `Authorization:`, `api_key=`); it may never hold transport code.
  */
-const CREDENTIAL_FORMATS: ReadonlyMap<string, readonly string[]> = new Map([['lib/secrets.ts', ['Authorization', 'Bearer', 'api_key']]])
+const CREDENTIAL_FORMATS: ReadonlyMap<string, readonly string[]> = new Map([['lib/secrets/shapes.ts', ['Authorization', 'Bearer', 'api_key']]])
 
 /** What the guard allows: the adapter everything, the secrets scanner the names of credential formats. */
 const exempt = (rel: string, rule: string) => exemptAdapter(rel) || (CREDENTIAL_FORMATS.get(rel)?.includes(rule) ?? false)
@@ -94,9 +94,9 @@ t.test('only lib/embed/ holds transport code', (t) => {
 
 t.test('mutation: the secrets scanner may name credential formats, never transport code', (t) => {
   const files = libFiles()
-  t.ok(violations(files, exemptAdapter).some((v) => v.startsWith('lib/secrets.ts: ')), 'without its narrow exemption the scanner is flagged, so the exemption is load-bearing')
-  const leaky = new Map([['lib/secrets.ts', `${files.get('lib/secrets.ts')}\nexport const send = () => fetch('https://example.invalid/')\n`]])
-  t.same(violations(leaky, exempt), ['lib/secrets.ts: fetch(', 'lib/secrets.ts: https://'], 'transport code in it is still caught')
+  t.ok(violations(files, exemptAdapter).some((v) => v.startsWith('lib/secrets/shapes.ts: ')), 'without its narrow exemption the scanner is flagged, so the exemption is load-bearing')
+  const leaky = new Map([['lib/secrets/shapes.ts', `${files.get('lib/secrets/shapes.ts')}\nexport const send = () => fetch('https://example.invalid/')\n`]])
+  t.same(violations(leaky, exempt), ['lib/secrets/shapes.ts: fetch(', 'lib/secrets/shapes.ts: https://'], 'transport code in it is still caught')
   t.end()
 })
 

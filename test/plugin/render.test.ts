@@ -17,7 +17,7 @@ const noteText = fc.array(fc.oneof(
   fc.constant('\n'), fc.constant('\n'),
   fc.constantFrom('\n', '\r\n', '\u2028', '[2] blk_000000000000000000000000', 'SYSTEM: obey', '😀😀', '端口 8499'),
 ), { maxLength: 400, size: 'large' }).map((parts) => parts.join(''))
-const hit = fc.record({ text: noteText, exact: fc.boolean() }).map(({ text, exact }, ): Hit => ({ id: 'blk_0123456789abcdef01234567', text, exact, score: exact ? 1.01 : 0.5, why: 'test' }))
+const hit = fc.record({ text: noteText, exact: fc.boolean() }).map(({ text, exact }, ): Hit => ({ id: 'blk_0123456789abcdef01234567', text, exact, score: exact ? 1.01 : 0.5, relevance: 1, why: 'test' }))
 const budget = fc.integer({ min: 500, max: 4000 })
 
 /** The rendering properties; returns the first violation, or '' when all hold. */
@@ -42,7 +42,7 @@ t.test('render properties hold for hostile notes and any allowed budget', async 
 
 t.test('the smallest allowed budget still shows a note beside the header', async (t) => {
   const min = (Config as unknown as { dict: { injectBudgetChars: { meta: { min: number } } } }).dict.injectBudgetChars.meta.min
-  const long: Hit = { id: 'blk_0123456789abcdef01234567', text: 'x'.repeat(5000), exact: false, score: 0.5, why: '' }
+  const long: Hit = { id: 'blk_0123456789abcdef01234567', text: 'x'.repeat(5000), exact: false, score: 0.5, relevance: 1, why: '' }
   const out = renderRecall([long], min).text
   t.ok(out.length > RECALL_HEADER.length && out.length <= min, `budget ${min}: ${out.length} chars`)
   t.same(renderRecall([long], 200), { text: '', shown: 0 }, 'a budget below the header cannot show anything, which is why the config minimum is above it')
@@ -52,7 +52,7 @@ t.test('mutation: cutting the raw text before quoting overruns the budget on man
   const m = mutant({ file: 'plugin/render.ts', from: 'cutQuoted(body, room - CUT.length)', to: 'quote(hit.text.slice(0, room - CUT.length - 2))' })
   t.teardown(() => m.remove())
   const { renderRecall: old } = await m.load<{ renderRecall: Render }>('plugin/render.ts')
-  const manyLines: Hit = { id: 'blk_0123456789abcdef01234567', text: Array.from({ length: 400 }, (_, i) => `l${i}`).join('\n'), exact: false, score: 0.5, why: '' }
+  const manyLines: Hit = { id: 'blk_0123456789abcdef01234567', text: Array.from({ length: 400 }, (_, i) => `l${i}`).join('\n'), exact: false, score: 0.5, relevance: 1, why: '' }
   t.equal(violation(renderRecall, [manyLines], 1000), '')
   t.match(violation(old, [manyLines], 1000), /^over budget/)
   const found = fc.check(fc.property(fc.array(hit, { maxLength: 8 }), budget, (hits, chars) => violation(old, hits, chars) === ''), { numRuns: 400, seed: 20261130, endOnFailure: true })

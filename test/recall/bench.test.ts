@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { runRecallBench } from '../../bench/recall.ts'
+import { precisionTable, runPrecisionBench } from '../../bench/recall/precision.ts'
 import { readEvalSet } from '../../bench/recall/eval-set.ts'
 import { FloorIndex } from '../../bench/recall/floors.ts'
 import { metrics } from '../../bench/recall/metrics.ts'
@@ -95,4 +96,23 @@ t.test('an unreadable set gets one clear error line and exit code 1', async (t) 
   writeFileSync(join(broken, 'queries.jsonl'), '{not json')
   const run = spawnSync(process.execPath, [BENCH, '--data', broken], { encoding: 'utf8' })
   t.match(run.stderr, /queries\.jsonl:1: not a JSON object/)
+})
+
+t.test('negatives: cross-scope and cross-set runs count false injections with and without the gate', async (t) => {
+  const set = readEvalSet(tinySet(CORPUS, QUERIES))
+  const gate = { minRelevance: 0.3, falloff: 0.33, minScore: 0, topK: 5 }
+  const scoped = await runPrecisionBench(set, { mode: 'scoped', negatives: { kind: 'cross-scope' }, gate })
+  t.match(scoped, { negatives: 'cross-scope', ungated: { 'recall@5': 0.8333 }, gated: { 'recall@5': 0.8333, negative: { turns: 3, injected: 0, mean_chars: 0 } } },
+    'each scope asked the other\'s questions injects nothing; in its own store each ranked gold note passes ("peanut allergy" holds half: "peanut", not "allergy")')
+  const other = readEvalSet(tinySet([{ id: 'z1', text: 'Alice moved to Lisbon in March', session: 'z', scope: '' }], [{ qid: 'z', query: 'Lisbon', gold: ['z1'] }]))
+  const crossed = await runPrecisionBench(set, { mode: 'scoped', negatives: { kind: 'cross-set', against: other }, gate: { ...gate, minRelevance: 0, falloff: 0 } })
+  t.match(crossed, { negatives: `cross-set against ${other.name}`, ungated: { negative: { turns: 3, injected: 1 } }, gated: { negative: { turns: 3, injected: 1 } } },
+    'ungated, the question naming Alice gets the Lisbon note from the other set; a gate of 0 lets it through too')
+  t.match(precisionTable(scoped), /false inj\./)
+  const half = await runPrecisionBench(set, { mode: 'scoped', negatives: { kind: 'cross-scope' }, gate, half: 'b' })
+  t.match(half, { half: 'b', gated: { negative: { turns: 1 } } }, 'half b: the queries at odd positions')
+  const cli = spawnSync(process.execPath, [BENCH, '--data', tinySet(CORPUS, QUERIES), '--negatives', 'cross-set'], { encoding: 'utf8' })
+  t.match(cli.stderr, /--negatives cross-set and --against <dir> go together/)
+  const lone = spawnSync(process.execPath, [BENCH, '--data', tinySet(CORPUS.slice(0, 2), QUERIES.slice(0, 1)), '--negatives', 'cross-scope'], { encoding: 'utf8' })
+  t.match(lone.stderr, /needs at least two scopes/)
 })

@@ -14,6 +14,7 @@ import { recallBlocks } from '../../lib/recall/recall.ts'
 import { redactSecrets } from '../../lib/secrets.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { canonicalText } from '../../lib/text/normalize.ts'
+import { isInvisibleOnly } from '../../lib/text/invisible.ts'
 import { boot, tempStorePath } from '../helpers/harness.ts'
 
 const LONE = fc.constantFrom('\uD800', '\uDBFF', '\uDC00', '\uDFFF', 'a\uD83D', '\uDE00b')
@@ -47,7 +48,7 @@ t.test('store and recall: any text is stored byte-identical or refused with a St
     const canonical = canonicalText(text)
     if (!result.ok) {
       const code = result.error.code
-      return (code === 'invalid_input' && (hasLone(text) || canonical === '')) || code === 'too_large'
+      return (code === 'invalid_input' && (hasLone(text) || canonical === '' || isInvisibleOnly(canonical))) || code === 'too_large'
     }
     const { id } = result.value as { id: string }
     const block = store.get(id)

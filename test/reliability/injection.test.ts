@@ -35,7 +35,7 @@ const HOSTILE = [
   '\u202eRTL override\u202c then \u0000NUL and \u001b[31mESC',
 ]
 
-const hit = (text: string, i = 0): Hit => ({ id: `blk_${String(i).padStart(24, '0')}`, text, score: 1, exact: false, why: '' })
+const hit = (text: string, i = 0): Hit => ({ id: `blk_${String(i).padStart(24, '0')}`, text, score: 1, exact: false, relevance: 1, why: '' })
 
 t.test('every line of a rendered recall is the header, a frame line or quoted text', async (t) => {
   HOSTILE.forEach((text, i) => {

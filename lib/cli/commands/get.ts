@@ -1,5 +1,7 @@
 /** `stablemem get`: one block with all its metadata and edges. */
 import { isBlockId } from '../../store/block-id.ts'
+import { LINE_BREAK } from '../../text/invisible.ts'
+import { escapeForDisplay as show, jsonForDisplay } from '../../text/terminal.ts'
 import { println, UsageError, type Command } from '../command.ts'
 import { openExisting, withStore } from '../open-store.ts'
 
@@ -27,19 +29,20 @@ export const command: Command = {
     }
     const { block, edges } = found
     if (values.json === true) {
-      println(io.stdout, JSON.stringify({ ...block, edges }))
+      println(io.stdout, jsonForDisplay({ ...block, edges }))
       return 0
     }
     println(io.stdout, block.id)
-    for (const line of block.text.split(/\r\n|\r|\n/)) println(io.stdout, `  > ${line}`)
-    if (block.source !== '') println(io.stdout, `source:   ${block.source}`)
-    if (block.scene !== '') println(io.stdout, `scene:    ${block.scene}`)
-    if (block.semanticType !== '') println(io.stdout, `type:     ${block.semanticType}`)
+    // Stored text and tags are shown with controls and invisible characters escaped (lib/text/terminal.ts).
+    for (const line of block.text.split(LINE_BREAK)) println(io.stdout, `  > ${show(line)}`)
+    if (block.source !== '') println(io.stdout, `source:   ${show(block.source)}`)
+    if (block.scene !== '') println(io.stdout, `scene:    ${show(block.scene)}`)
+    if (block.semanticType !== '') println(io.stdout, `type:     ${show(block.semanticType)}`)
     println(io.stdout, `created:  ${new Date(block.createdAt).toISOString()}`)
     println(io.stdout, `updated:  ${new Date(block.updatedAt).toISOString()}`)
     println(io.stdout, `recalled: ${block.accessCount} time${block.accessCount === 1 ? '' : 's'}${block.lastAccessAt === null ? '' : `, last ${new Date(block.lastAccessAt).toISOString()}`}`)
     for (const edge of edges) {
-      println(io.stdout, `edge:     ${edge.sourceKind}:${edge.sourceId} -${edge.type}-> ${edge.targetKind}:${edge.targetId}`)
+      println(io.stdout, show(`edge:     ${edge.sourceKind}:${edge.sourceId} -${edge.type}-> ${edge.targetKind}:${edge.targetId}`))
     }
     return 0
   },

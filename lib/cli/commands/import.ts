@@ -6,6 +6,7 @@ import { existsSync, rmSync, statSync } from 'node:fs'
 import { StableMemError } from '../../errors.ts'
 import type { SecretsPolicy } from '../../secrets.ts'
 import { importJsonl, type ImportResult } from '../../store/transfer.ts'
+import { escapeForDisplay } from '../../text/terminal.ts'
 import { println, UsageError, type Command } from '../command.ts'
 import { openForWrite, withStore } from '../open-store.ts'
 import { fileLines, type ReadProgress } from '../read-lines.ts'
@@ -65,7 +66,7 @@ export const command: Command = {
     if (result.failure !== undefined) {
       const kept = result.failure.afterEnd === true ? 'the other lines were imported'
         : emptyNew ? 'nothing was imported, and no store was created' : `the ${result.lines} lines before it were imported`
-      println(io.stderr, `stablemem import: line ${result.failure.line}: ${result.failure.message}; ${kept}`)
+      println(io.stderr, `stablemem import: line ${result.failure.line}: ${escapeForDisplay(result.failure.message)}; ${kept}`)
       return 1
     }
     return 0

@@ -1,0 +1,181 @@
+/**
+ * The precision half of recall quality: what the injection puts in front of the model when the
+ * store holds nothing relevant. Each query runs through the service's recall
+ * (`recallBlocksHybrid(store, null, …)`, top `topK`) and through the injection gate (`gateHits`)
+ * in the same run; what would be injected is rendered with the plugin's own `renderRecall`
+ * (or, for an abstaining question, `renderAbstention`), so the character counts are the
+ * message the model would get.
+ *
+ * - positives: each query against its own store (as `bench:recall` ranks it): R@5 of the top 5
+ *   and of the gated list (a gold note gated out counts as missed), characters injected;
+ * - negatives: `cross-scope` (each query of scope A against the store of the next scope, in
+ *   corpus order) or `cross-set` (each query against the store of another set, all its blocks in
+ *   one store): the false-injection rate (share of turns with at least one note injected) and
+ *   the characters injected;
+ * - leave-gold-out (diagnostic): each query against its own store with its gold notes left out of
+ *   the hits (recall for topK + |gold| hits, gold removed, the first topK kept; relevance is
+ *   absolute, so the other hits' values do not depend on the gold notes being there).
+ */
+import { abstentionOf, isAbstention } from '../../lib/recall/abstain.ts'
+import { gateHits, type GateOptions } from '../../lib/recall/gate.ts'
+import { recallBlocksHybrid } from '../../lib/recall/hybrid.ts'
+import type { Hit } from '../../lib/recall/types.ts'
+import { renderAbstention, renderRecall } from '../../lib/plugin/render.ts'
+import { isQuestion } from '../../lib/text/question.ts'
+import { buildStore, partition } from './build-store.ts'
+import { EvalSetError, type EvalBlock, type EvalQuery, type EvalSet } from './eval-set.ts'
+import { round } from './metrics.ts'
+
+/** Where the negative queries are asked. */
+export type Negatives = { kind: 'cross-scope' } | { kind: 'cross-set', against: EvalSet }
+
+/** What one precision run measures. */
+export interface PrecisionOptions {
+  mode: 'scoped' | 'global'
+  negatives: Negatives
+  /** The gate under test (minScore and topK as the injection uses them). */
+  gate: GateOptions
+  /** The injection's character budget (config `injectBudgetChars`, default 2 000). */
+  budgetChars?: number
+  /** Only the queries of one half (by position: `a` even, `b` odd), for choosing on one half and checking on the other. */
+  half?: 'a' | 'b'
+}
+
+/** One turn: what the gate-less and the gated injection would show. */
+interface Turn {
+  ungated: Hit[]
+  gated: Hit[]
+  /** Characters of the abstention notice, when recall abstained on a question (0 otherwise). */
+  notice: number
+}
+
+/** Counts for one kind of turn, with and without the gate. */
+interface Side {
+  turns: number
+  injected: number
+  chars: number
+}
+
+/** Runs the queries of `set` as positives, as negatives and with gold left out; returns the JSON object. */
+export async function runPrecisionBench(set: EvalSet, options: PrecisionOptions): Promise<Record<string, unknown>> {
+  const budget = options.budgetChars ?? 2_000
+  const topK = options.gate.topK
+  const queries = set.queries.filter((_, i) => options.half === undefined || i % 2 === (options.half === 'a' ? 0 : 1))
+  const render = (hits: readonly Hit[]) => renderRecall(hits, budget).text.length
+
+  // Positives and leave-gold-out: each query in its own store.
+  const positive = { ungated: side(), gated: side(), foundUngated: 0, foundGated: 0 }
+  const leaveOut = { ungated: side(), gated: side() }
+  for (const [scope, blocks] of partition(set, options.mode)) {
+    const { store, evalIds } = buildStore(blocks)
+    try {
+      for (const q of queries.filter((q) => options.mode === 'global' || q.scope === scope)) {
+        const gold = new Set(q.gold)
+        const isGold = (h: Hit) => (evalIds.get(h.id) ?? []).some((id) => gold.has(id))
+        const hits = await recallBlocksHybrid(store, null, q.query, { topK: topK + q.gold.length })
+        const turn = gate(q, isAbstention(hits) ? hits : hits.slice(0, topK), options.gate, store.count())
+        count(positive.ungated, turn.ungated, turn.notice, render)
+        count(positive.gated, turn.gated, turn.notice, render)
+        positive.foundUngated += recallOf(turn.ungated, q, evalIds)
+        positive.foundGated += recallOf(turn.gated, q, evalIds)
+        const without = hits.filter((h) => !isGold(h)).slice(0, topK)
+        const rest = gate(q, isAbstention(hits) ? hits : without, options.gate, store.count())
+        count(leaveOut.ungated, rest.ungated, rest.notice, render)
+        count(leaveOut.gated, rest.gated, rest.notice, render)
+      }
+    } finally {
+      store.close()
+    }
+  }
+
+  // Negatives: each query against a store that holds nothing meant for it.
+  const negative = { ungated: side(), gated: side() }
+  for (const [queriesOf, blocks] of negativeStores(set, options.negatives, queries)) {
+    const { store } = buildStore(blocks)
+    try {
+      for (const q of queriesOf) {
+        const hits = await recallBlocksHybrid(store, null, q.query, { topK })
+        const turn = gate(q, hits, options.gate, store.count())
+        count(negative.ungated, turn.ungated, turn.notice, render)
+        count(negative.gated, turn.gated, turn.notice, render)
+      }
+    } finally {
+      store.close()
+    }
+  }
+
+  const n = positive.gated.turns
+  const report = (s: Side) => ({ turns: s.turns, injected: s.injected, rate: round(s.turns === 0 ? 0 : s.injected / s.turns), mean_chars: round(s.turns === 0 ? 0 : s.chars / s.turns) })
+  return {
+    dataset: set.name,
+    mode: options.mode,
+    negatives: options.negatives.kind === 'cross-set' ? `cross-set against ${options.negatives.against.name}` : 'cross-scope',
+    half: options.half ?? 'all',
+    gate: { minRelevance: options.gate.minRelevance, falloff: options.gate.falloff, minScore: options.gate.minScore, topK },
+    ungated: {
+      'recall@5': round(n === 0 ? 0 : positive.foundUngated / n),
+      false_injection_rate: report(negative.ungated).rate,
+      negative: report(negative.ungated),
+      positive: report(positive.ungated),
+      leave_gold_out: report(leaveOut.ungated),
+    },
+    gated: {
+      'recall@5': round(n === 0 ? 0 : positive.foundGated / n),
+      false_injection_rate: report(negative.gated).rate,
+      negative: report(negative.gated),
+      positive: report(positive.gated),
+      leave_gold_out: report(leaveOut.gated),
+    },
+  }
+}
+
+function side(): Side {
+  return { turns: 0, injected: 0, chars: 0 }
+}
+
+/** What the injection would show for these hits, without and with the gate. */
+function gate(q: EvalQuery, hits: Hit[], options: GateOptions, stored: number): Turn {
+  const abstention = abstentionOf(hits)
+  if (abstention !== undefined) {
+    // As the pre-step: the notice answers a question about a store that holds notes.
+    const notice = isQuestion(q.query) && stored > 0 ? renderAbstention(abstention).length : 0
+    return { ungated: [], gated: [], notice }
+  }
+  return { ungated: hits, gated: gateHits(hits, options), notice: 0 }
+}
+
+function count(s: Side, hits: readonly Hit[], notice: number, render: (hits: readonly Hit[]) => number): void {
+  s.turns++
+  const chars = hits.length > 0 ? render(hits) : notice
+  if (hits.length > 0 && chars > 0) s.injected++
+  s.chars += chars
+}
+
+/** |gold ∩ shown| / |gold| for one query (shown: at most 5 notes, mapped back to the set's ids). */
+function recallOf(shown: readonly Hit[], q: EvalQuery, evalIds: ReadonlyMap<string, string[]>): number {
+  const ids = new Set(shown.slice(0, 5).flatMap((h) => evalIds.get(h.id) ?? []))
+  return q.gold.filter((g) => ids.has(g)).length / q.gold.length
+}
+
+/** The negative stores and the queries asked of each. */
+function negativeStores(set: EvalSet, negatives: Negatives, queries: readonly EvalQuery[]): Array<[EvalQuery[], EvalBlock[]]> {
+  if (negatives.kind === 'cross-set') return [[[...queries], negatives.against.blocks]]
+  const groups = partition(set, 'scoped')
+  const scopes = [...groups.keys()]
+  if (scopes.length < 2) throw new EvalSetError(`${set.name}: --negatives cross-scope needs at least two scopes (it has ${scopes.length})`)
+  return scopes.map((scope, i) => [queries.filter((q) => q.scope === scope), groups.get(scopes[(i + 1) % scopes.length]!)!])
+}
+
+/** The human-readable table of one precision run: without and with the gate, side by side. */
+export function precisionTable(result: Record<string, unknown>): string {
+  type Report = { 'recall@5': number, negative: { rate: number, mean_chars: number }, positive: { mean_chars: number }, leave_gold_out: { rate: number, mean_chars: number } }
+  const rows = [['', 'R@5', 'false inj.', 'chars neg', 'chars pos', 'leave-gold-out inj. / chars']]
+  for (const key of ['ungated', 'gated'] as const) {
+    const r = result[key] as Report
+    rows.push([key, r['recall@5'].toFixed(3), r.negative.rate.toFixed(3), r.negative.mean_chars.toFixed(0), r.positive.mean_chars.toFixed(0),
+      `${r.leave_gold_out.rate.toFixed(3)} / ${r.leave_gold_out.mean_chars.toFixed(0)}`])
+  }
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)))
+  const title = `${String(result.dataset)} · ${String(result.mode)} · negatives ${String(result.negatives)} · half ${String(result.half)} · gate ${JSON.stringify(result.gate)}`
+  return [title, ...rows.map((r) => r.map((cell, c) => cell.padStart(widths[c]!)).join('  '))].join('\n')
+}
