@@ -128,6 +128,8 @@ export interface Corpus {
   block(i: number): GeneratedBlock
   /** A query of this kind cut from block `i` (regenerated from the seed). */
   query(kind: QueryKind, i: number): string
+  /** The block that query was cut from (the first block from `i` on that can serve the kind). */
+  source(kind: QueryKind, i: number): number
 }
 
 /** Builds the generator for `seed`. */
@@ -181,41 +183,50 @@ export function corpus(seed: number): Corpus {
   }
 
   function query(kind: QueryKind, i: number): string {
+    return serve(kind, i).text
+  }
+
+  function source(kind: QueryKind, i: number): number {
+    return serve(kind, i).block
+  }
+
+  function serve(kind: QueryKind, i: number): { text: string, block: number } {
     const r = rng(seed * 7_919 + i * 31 + QUERY_KINDS.indexOf(kind))
     // Walk forward from block i to the first block that can serve this kind of query.
     for (let j = i; ; j++) {
+      const at = (text: string) => ({ text, block: j })
       const b = block(j)
       if (kind === 'zh_phrase' && b.kind === 'zh') {
         const run = b.text.split(/[，。]/).filter((s) => s.length >= 4)[0]
         if (!run) continue
         const len = Math.min(run.length, 4 + Math.floor(r() * 5))
         const start = Math.floor(r() * (run.length - len + 1))
-        return run.slice(start, start + len)
+        return at(run.slice(start, start + len))
       }
       if (kind === 'en_words' && b.kind === 'en' && b.words.length >= 3) {
         const picked = new Set<string>()
         while (picked.size < 3) picked.add(b.words[Math.floor(r() * b.words.length)]!)
-        return [...picked].join(' ')
+        return at([...picked].join(' '))
       }
       if (kind === 'exact_symbol' && b.symbol !== '') {
-        return b.kind === 'en' ? `what is ${b.symbol} used for?` : `${b.symbol} 是哪个服务的？`
+        return at(b.kind === 'en' ? `what is ${b.symbol} used for?` : `${b.symbol} 是哪个服务的？`)
       }
       if (kind === 'absent_symbol' && b.symbol !== '') {
         const absent = absentLike(b.symbol)
-        return b.kind === 'en' ? `what is ${absent} used for?` : `${absent} 是哪个服务的？`
+        return at(b.kind === 'en' ? `what is ${absent} used for?` : `${absent} 是哪个服务的？`)
       }
       if (kind === 'long_conversational' && b.words.length >= 2) {
         const a = b.words[0]!, c = b.words[b.words.length - 1]!
-        return `嗨，早上好！我昨天和团队开了个会，聊了很多事情，有些细节记不太清楚了。` +
+        return at(`嗨，早上好！我昨天和团队开了个会，聊了很多事情，有些细节记不太清楚了。` +
           `We spent a while on the ${b.kind === 'zh' ? 'rollout' : a} plan and then drifted into other topics, ` +
           `like lunch and the weather. 你还记得我们之前说过的关于${b.kind === 'zh' ? a : '那个'}和${b.kind === 'zh' ? c : '这个'}的决定吗？` +
           ` Also, can you remind me what we said about ${b.kind === 'zh' ? 'it' : c}${b.symbol ? ` and ${b.symbol}` : ''}? ` +
-          `不着急，慢慢想，谢谢你！`
+          `不着急，慢慢想，谢谢你！`)
       }
     }
   }
 
-  return { block, query }
+  return { block, query, source }
 }
 
 /** A symbol of the same form as a generated one that no generated block can hold (see `QUERY_KINDS`). */

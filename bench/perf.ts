@@ -12,6 +12,9 @@
  * 3. For each query kind, runs our `recallBlocks` and the raw FTS5 query (the same MATCH
  *    expression, top 10 by bm25, texts joined) alternately, query by query.
  * 4. Runs real agent-loop turns with the plugin mounted on the store and times its pre-step listener.
+ * 5. Scopes (`--workspaces W`, default 20; 0 skips): the same N blocks committed into a second file,
+ *    block i into workspace i mod W, and each query recalled in the workspace of the block it was
+ *    cut from (plus global), alternating with the unscoped recall of the single-scope file of step 1.
  * With `--json` the last line is one JSON object with the keys the issue names.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
@@ -24,6 +27,7 @@ import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, gateHits } from '../lib/recall/
 import { recallBlocks } from '../lib/recall/recall.ts'
 import { queryContent, relevance } from '../lib/recall/relevance.ts'
 import { analyzeQuery } from '../lib/recall/symbols.ts'
+import { GLOBAL_SCOPE, workspaceScope } from '../lib/store/scope-key.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { canonicalText, scrubQuery } from '../lib/text/normalize.ts'
@@ -39,6 +43,7 @@ const { values: args } = parseArgs({
     turns: { type: 'string', default: '200' },
     single: { type: 'string', default: '1000' },
     batch: { type: 'string', default: '1000' },
+    workspaces: { type: 'string', default: '20' },
     json: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
   },
@@ -49,6 +54,8 @@ const QUERIES = positive('queries')
 const TURNS = positive('turns')
 const SINGLE = Math.min(N, positive('single'))
 const BATCH = positive('batch')
+const WORKSPACES = Number(args.workspaces)
+if (!Number.isInteger(WORKSPACES) || WORKSPACES < 0) throw new Error(`--workspaces must be a whole number, got ${String(args.workspaces)}`)
 const WARMUP = 20
 
 function positive(name: keyof typeof args): number {
@@ -194,6 +201,44 @@ const prestep = summary(pre.overheadMs)
 log(`pre-step overhead over ${pre.overheadMs.length} turns: p50 ${prestep.p50_ms.toFixed(3)} ms  p99 ${prestep.p99_ms.toFixed(3)} ms; ` +
   `${pre.injected}/${pre.turns} turns got notes`)
 
+// 5. Scopes: W workspaces over the same total, recall within one workspace + global.
+const scoped: Record<string, { p50_ms: number, p99_ms: number }> = {}
+const single: Record<string, { p50_ms: number, p99_ms: number }> = {}
+const scopedRatios: number[] = []
+if (WORKSPACES > 0) {
+  const scopedPath = join(dir, 'scoped.db')
+  const workspaceOf = (i: number) => workspaceScope(join(dir, `project-${i % WORKSPACES}`))
+  const writer = new BlockStore(scopedPath)
+  for (let from = 0; from < N; from += BATCH) {
+    const inputs = []
+    for (let i = from; i < Math.min(N, from + BATCH); i++) inputs.push({ text: gen.block(i).text, source: 'bench', scope: workspaceOf(i) })
+    writer.commitMany(inputs)
+  }
+  writer.close()
+  const scopedReader = new BlockStore(scopedPath)
+  const singleReader = new BlockStore(storePath)
+  for (const kind of QUERY_KINDS) {
+    const inScope: number[] = []
+    const whole: number[] = []
+    for (let q = 0; q < WARMUP + QUERIES; q++) {
+      const target = Math.floor((q * 7_654_321) % N)
+      const query = gen.query(kind, target)
+      // The workspace of the block the query was cut from: a question asked where its answer was saved.
+      const scopes = [GLOBAL_SCOPE, workspaceOf(gen.source(kind, target))]
+      const runScoped = () => { const start = nowMs(); recallBlocks(scopedReader, query, { topK: 5, scopes }); if (q >= WARMUP) inScope.push(nowMs() - start) }
+      const runSingle = () => { const start = nowMs(); recallBlocks(singleReader, query, { topK: 5 }); if (q >= WARMUP) whole.push(nowMs() - start) }
+      if (q % 2 === 0) { runScoped(); runSingle() } else { runSingle(); runScoped() }
+    }
+    scoped[kind] = summary(inScope)
+    single[kind] = summary(whole)
+    scopedRatios.push(percentile(inScope, 99) / percentile(whole, 99))
+    log(`scoped ${kind.padEnd(20)} ${WORKSPACES} workspaces × ${Math.round(N / WORKSPACES)}: p50 ${scoped[kind].p50_ms.toFixed(3)} ms  p99 ${scoped[kind].p99_ms.toFixed(3)} ms | ` +
+      `single scope p50 ${single[kind].p50_ms.toFixed(3)} ms  p99 ${single[kind].p99_ms.toFixed(3)} ms | ratio p99 ${(percentile(inScope, 99) / percentile(whole, 99)).toFixed(2)}`)
+  }
+  scopedReader.close()
+  singleReader.close()
+}
+
 const rssMb = process.resourceUsage().maxRSS / 1024
 log(`peak RSS ${rssMb.toFixed(0)} MB`)
 if (!args.keep) rmSync(dir, { recursive: true, force: true })
@@ -212,5 +257,6 @@ const result = {
   gate_work_p50_ms: gateWork,
   prestep_p50_ms: prestep.p50_ms,
   prestep_p99_ms: prestep.p99_ms,
+  ...(WORKSPACES > 0 ? { scopes: { workspaces: WORKSPACES, recall: scoped, single_scope: single, ratio_p99_max: round(Math.max(...scopedRatios), 2) } } : {}),
 }
 if (args.json) console.log(JSON.stringify(result))

@@ -1,60 +1,33 @@
 /**
- * Getting the real dsh CLI for the end-to-end test: installed once into `.cache/dsh-e2e/` inside
- * this package (git-ignored, rebuilt by CI from this file alone) and reused while its pinned
- * versions match. Also packs this package with `npm pack` and unpacks the tarball where a dsh
+ * Getting the real dsh CLI for the end-to-end tests: installed once into `.cache/dsh-e2e/` inside
+ * this package (git-ignored, rebuilt by CI) with the installer the package ships, and reused while
+ * its pinned versions match. Also packs this package with `npm pack` and unpacks the tarball where a dsh
  * profile resolves it, beside the `@deepseek-ai/*` copies dsh links into every profile.
  */
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { MARKER_FILE, installDsh } from '../lib/cli/dsh-installer.ts'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 /** This package's root. */
 export const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
-/** Where the dsh CLI is installed. */
+/** Where the dsh CLI is installed for the tests. */
 export const DSH_CACHE = join(PACKAGE_ROOT, '.cache', 'dsh-e2e')
-/**
- * The lock file of that install, kept in the repository. Regenerate it after changing
- * `DSH_INSTALL`: delete `.cache/dsh-e2e`, run `npm install` there with the new package.json, and
- * copy its package-lock.json here.
- */
-export const DSH_LOCK = join(PACKAGE_ROOT, 'e2e', 'dsh-install.lock.json')
 
 /**
- * The dsh install (its package.json): the 0.1.0-rc.8 set that installs together, with Node 24 for the CLI, and the
- * HMR plugin pinned to a release that still has `registerConfig` (1.0.19 removed it and the
- * launcher calls it; see ../shared/research/dsh-contract.md §0).
+ * The `bin` folder of the cached dsh install (dsh, Node 24 and pnpm), installed first when needed
+ * by the same installer users run (`stablemem install-dsh`, from `dsh-install/`: dsh 0.1.0-rc.8
+ * with the HMR plugin pinned to a release that still has `registerConfig`). To change the pinned
+ * set, edit `dsh-install/package.json`, run `npm install` in a copy of that folder with its lock,
+ * and copy the new package-lock.json back.
  */
-export const DSH_INSTALL = {
-  name: 'stablemem-dsh-e2e-cache',
-  private: true,
-  type: 'module',
-  dependencies: { 'node': '24.21.0', '@deepseek-ai/dsh': '0.1.0-rc.8' },
-  overrides: { '@deepseek-ai/cordis-plugin-hmr': '1.0.16' },
-}
-
-/** The `bin` folder of the cached install (dsh and Node 24), installing first when needed. */
 export function ensureDsh(log: (line: string) => void): string {
-  const spec = `${JSON.stringify(DSH_INSTALL, null, 2)}\n`
-  const stamp = join(DSH_CACHE, '.installed')
-  const bin = join(DSH_CACHE, 'node_modules', '.bin')
-  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === spec && existsSync(join(bin, 'dsh'))) {
-    log(`reusing the dsh install in ${DSH_CACHE}`)
-    return bin
-  }
-  log(`installing @deepseek-ai/dsh@0.1.0-rc.8 into ${DSH_CACHE} (first time: several minutes)`)
-  mkdirSync(DSH_CACHE, { recursive: true })
-  rmSync(stamp, { force: true })
-  writeFileSync(join(DSH_CACHE, 'package.json'), spec)
-  // The committed lock pins every transitive package: the install is reproducible and skips
-  // npm's dependency resolution, which is most of a cold install's time (about 30 minutes here
-  // without it, under a minute with it and a warm npm cache). `npm install`, not `npm ci`: the
-  // lock leaves out platform-specific optional packages that the registry does not have, and
-  // `npm ci` refuses such a lock.
-  copyFileSync(DSH_LOCK, join(DSH_CACHE, 'package-lock.json'))
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: DSH_CACHE, stdio: ['ignore', 'ignore', 'inherit'], timeout: 30 * 60_000 })
-  writeFileSync(stamp, spec)
-  return bin
+  const marker = join(DSH_CACHE, MARKER_FILE)
+  if (existsSync(DSH_CACHE) && !existsSync(marker)) rmSync(DSH_CACHE, { recursive: true, force: true }) // an install by an older version of this file
+  const result = installDsh(DSH_CACHE, { log })
+  log(result.outcome === 'unchanged' ? `reusing the dsh install in ${DSH_CACHE}` : `installed dsh into ${DSH_CACHE}`)
+  return result.bin
 }
 
 /** Builds and packs this package; returns the tarball path in `dir`. */

@@ -1,10 +1,18 @@
-import { homedir } from 'node:os'
-import { join } from 'node:path'
 import Schema from '@deepseek-ai/schemastery'
 import { MAX_VECTOR_DIMS } from './embed/types.ts'
 import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE } from './recall/gate.ts'
+import type { ScopeName } from './store/scope-key.ts'
 import type { SecretsPolicy } from './secrets.ts'
 import type { DuplicatePolicy } from './store/duplicates.ts'
+
+/**
+ * Who gives an agent its memory surface (the tools, the context line, the per-turn recall):
+ * - `auto`: the host row, for every agent not on a preset whose kernel row claimed it; the kernel
+ *   row for the agents that joined its preset.
+ * - `global`: the host row, for every agent; kernel rows stand down.
+ * - `service`: kernel rows only; the host row owns the store and `ctx.stablemem`, nothing more.
+ */
+export type SurfaceMode = 'auto' | 'global' | 'service'
 
 /** The plugin's configuration, as written under `config:` in a dsh composition. */
 export interface Config {
@@ -24,8 +32,10 @@ export interface Config {
   forgetTool: ForgetToolConfig
   embed: EmbedConfig
   layers: LayersConfig
+  scopes: ScopesConfig
   maxStepsPerTurn: number
   stopWhenAllDenied: boolean
+  surface: SurfaceMode
 }
 
 /** Compaction capture and cooling (`layers:`, docs/layers.md). */
@@ -124,6 +134,23 @@ export const EmbedConfig: Schema<EmbedConfig> = Schema.object({
     .description('Vector candidates whose cosine to the query is below this are ignored, so an unrelated note is never recalled on vector rank alone.'),
 })
 
+/** The `scopes:` block: which notes a session saves into and recalls from. */
+export interface ScopesConfig {
+  defaultScope: ScopeName
+  workspaceAliases: Record<string, string>
+  recallGlobal: boolean
+}
+
+/** Schema of `scopes:` (which notes a session saves into and recalls from). */
+export const ScopesConfig: Schema<ScopesConfig> = Schema.object({
+  defaultScope: Schema.union(['workspace', 'global', 'preset'] as const).default('workspace')
+    .description('Scope of a note saved without one: `workspace` (the session\'s working directory; global when it has none), `global`, or `preset` (the agent preset; else as `workspace`).'),
+  workspaceAliases: Schema.dict(Schema.string()).default({})
+    .description('Absolute directories that are the same workspace as another one, e.g. `{"/home/me/proj-wt": "/home/me/proj"}`; chains are followed, cycles are refused at load.'),
+  recallGlobal: Schema.boolean().default(true)
+    .description('Recall global notes beside the workspace\'s and the preset\'s. `false`: a session with a workspace or preset sees only those.'),
+})
+
 /**
  * The configuration schema. Cordis validates it before `apply`, so a malformed value fails the
  * plugin at load with a message naming the field; `defaultConfig()` fills the defaults for callers
@@ -162,10 +189,14 @@ export const Config: Schema<Config> = Schema.object({
   forgetTool: ForgetToolConfig.description('Optional model tool that forgets notes by id. Off by default.'),
   embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
   layers: LayersConfig.description('Compaction capture (L1 → L2) and cooling (L2 → L3). On by default.'),
+  scopes: ScopesConfig.description('Memory scopes: global, workspace and agent-preset notes.'),
   maxStepsPerTurn: Schema.natural().max(10_000).default(0)
     .description('Loop exit: end a turn (`blocked`) before its step N+1, so a model that keeps calling tools stops at N model calls. A step that claimed human input (steering) still runs. 0: no limit (dsh has none).'),
   stopWhenAllDenied: Schema.boolean().default(false)
     .description('Loop exit: end a turn (`blocked`) after a step whose every tool call was denied, unless the next step claimed new input (which is never dropped).'),
+  surface: Schema.union(['auto', 'global', 'service'] as const).default('auto')
+    .description('Which row gives agents the tool, context line and recall: `auto` this row for every agent except those on a preset with the `dsh-stablemem/kernel` row (that row serves them), ' +
+      '`global` this row for every agent (kernel rows stand down), `service` only kernel rows (this row keeps the store and `ctx.stablemem`).'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */
@@ -173,11 +204,7 @@ export function resolveConfig(partial: Partial<Config> = {}): Config {
   return Config(partial as Config)
 }
 
-/** The store file used when `path` is empty: under the dsh home, beside dsh's own sessions and settings. */
-export function defaultStorePath(env: NodeJS.ProcessEnv = process.env): string {
-  const home = env.DSH_HOME && env.DSH_HOME.trim() !== '' ? env.DSH_HOME : join(homedir(), '.dsh')
-  return join(home, 'stablemem', 'memory.db')
-}
+export { defaultStorePath } from './dsh-home.ts'
 
 /** The search tool's name: `recallToolName`, or one derived from `toolName` so two instances never collide. */
 export function recallToolNameOf(config: Pick<Config, 'toolName' | 'recallToolName'>): string {

@@ -2,15 +2,12 @@ import { resolve } from 'node:path'
 import type { Context } from '@deepseek-ai/cordis'
 import type {} from '@deepseek-ai/dsh-system-prompt'
 import type {} from '@deepseek-ai/dsh-tools'
-import { Config, defaultStorePath, recallToolNameOf } from './config.ts'
-import { commitTool } from './plugin/commit-tool.ts'
-import { contextLine, contextName } from './plugin/context-line.ts'
-import { forgetTool } from './plugin/forget-tool.ts'
-import { registerPreStep } from './plugin/pre-step.ts'
-import { recallTool } from './plugin/recall-tool.ts'
+import { Config, defaultStorePath } from './config.ts'
+import { ScopePolicy } from './scope-policy.ts'
 import { registerCompactionCapture } from './kernel/layers/capture.ts'
 import { registerHeartbeat } from './kernel/layers/heartbeat.ts'
 import { registerStatistics } from './plugin/statistics.ts'
+import { attachHostSurface, registerSurface } from './plugin/surface.ts'
 import { StableMem } from './service.ts'
 
 /** The plugin's name; also the `source.plugin` of every message it injects. */
@@ -20,8 +17,9 @@ export const name = 'dsh-stablemem'
 export const inject = ['tools', 'systemPrompt']
 
 /**
- * Mounts the memory: the `ctx.stablemem` service over the store file, the commit tool, the
- * runtime-context line, and the per-turn recall injection.
+ * The host row: mounts the memory, the `ctx.stablemem` service over the store file, and (by
+ * `surface`) the commit tool, the runtime-context line and the per-turn recall injection for the
+ * agents no `dsh-stablemem/kernel` preset row serves.
  *
  * The service name is isolated below each instance, so an instance's tool, context line and recall
  * always reach its own store even when two instances are mounted side by side (without that, the
@@ -31,16 +29,14 @@ export const inject = ['tools', 'systemPrompt']
  */
 export async function apply(ctx: Context, config: Config): Promise<void> {
   const resolvedPath = config.path === '' ? defaultStorePath() : config.path === ':memory:' ? config.path : resolve(config.path)
+  const scopePolicy = new ScopePolicy(config.scopes) // an invalid alias table fails the load here, naming the field
   const own = ctx.isolate('stablemem')
-  own.plugin(StableMem, { ...config, resolvedPath })
+  own.plugin(StableMem, { ...config, resolvedPath, scopePolicy })
   await own.inject(['stablemem'], (inner) => {
-    inner.tools.register(commitTool(inner, config.toolName))
-    inner.tools.register(recallTool(inner, recallToolNameOf(config)))
+    const surface = attachHostSurface(inner.stablemem, config.surface, config, resolvedPath)
+    if (config.surface !== 'service') registerSurface(inner, config, resolvedPath, name, (scope) => surface.hostServes(scope))
     registerCompactionCapture(inner, () => inner.stablemem, config)
     registerHeartbeat(inner, () => inner.stablemem, config)
-    if (config.forgetTool.enabled) inner.tools.register(forgetTool(inner, config.forgetTool))
-    inner.systemPrompt.context({ name: contextName(resolvedPath, config.toolName), order: 500, text: () => contextLine(inner.stablemem, config.toolName) })
-    registerPreStep(inner, config, name)
     registerStatistics(inner)
     if (!publish(ctx, inner.stablemem)) {
       inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)
@@ -62,7 +58,11 @@ function publish(ctx: Context, service: StableMem): boolean {
   return true
 }
 
-export { Config, EmbedConfig, defaultStorePath, resolveConfig } from './config.ts'
+export { Config, EmbedConfig, ScopesConfig, defaultStorePath, resolveConfig, type SurfaceMode } from './config.ts'
+export { ScopePolicy, type RecallView, type ScopeContext, type ScopeTarget } from './scope-policy.ts'
+export type { ScopeName } from './store/scope-key.ts'
+export type { ScopeCount } from './store/scopes.ts'
+export { placeOf, presetOf } from './plugin/session-place.ts'
 export { StableMemError, type StableMemErrorCode } from './errors.ts'
 export { recallBlocks } from './recall/recall.ts'
 export { recallBlocksHybrid, type FusionMethod, type HybridOptions } from './recall/hybrid.ts'
@@ -77,6 +77,6 @@ export { BlockStore, type StoreOptions } from './store/store.ts'
 export type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './store/types.ts'
 export type { ForgetFilter, ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 export type { DuplicatePolicy } from './store/duplicates.ts'
-export { StableMem, type RecallCallOptions, type ServiceStats, type VectorStats } from './service.ts'
+export { StableMem, type RecallCallOptions, type ServiceCommitInput, type ServiceRecallOptions, type ServiceStats, type VectorStats } from './service.ts'
 export { gateHits, type GateOptions } from './recall/gate.ts'
 export * from './kernel/stages/index.ts'

@@ -20,6 +20,9 @@ import { gateHits } from './recall/gate.ts'
 import { markDegraded, recallBlocksHybrid } from './recall/hybrid.ts'
 import { MAX_TOP_K } from './recall/recall.ts'
 import { DEGRADED_REASONS, type DegradedReason, type Hit, type HybridHits } from './recall/types.ts'
+import { ScopePolicy, type RecallView, type ScopeContext, type ScopeTarget } from './scope-policy.ts'
+import type { ScopeName } from './store/scope-key.ts'
+import type { ScopeCount } from './store/scopes.ts'
 import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 import { BlockStore } from './store/store.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
@@ -58,7 +61,22 @@ export interface ServiceStats extends Partial<StoreStats>, Partial<AccessStats> 
   turns: Record<string, number>
   /** The stage API's handlers, calls, handler errors and loop exits. */
   stages: StageStats
+  /** Notes per scope key (`global`, `workspace:<dir>`, `preset:<id>`), most first; a note in two scopes counts in both. */
+  byScope?: ScopeCount[]
 }
+
+/**
+ * What `ctx.stablemem.commit` takes: the note, and the scope to save it in. `scope` names the kind
+ * (default: config `scopes.defaultScope`); `workspace` (an absolute, existing directory) and
+ * `preset` say which workspace or preset. Saving a note that exists in another scope adds the scope.
+ */
+export interface ServiceCommitInput extends Omit<CommitInput, 'scope'>, ScopeContext {
+  scope?: ScopeName
+}
+
+/** Options of `ctx.stablemem.recall`. */
+/** Kept for callers written against the scopes release: the same options as `RecallCallOptions`. */
+export type ServiceRecallOptions = RecallCallOptions
 
 /** The vector side of `stats()`. */
 export interface VectorStats extends Partial<VectorizerStats> {
@@ -83,6 +101,8 @@ export interface RecallCallOptions {
    * exactly the notes the per-turn injection would show (the relevance gate applied).
    */
   purpose?: 'search' | 'inject'
+  /** Which notes to search (default `global`: a caller without a session sees no workspace's notes). */
+  scope?: RecallView
 }
 
 /** The gated hits, keeping the `degraded` mark of the list they were taken from. */
@@ -120,6 +140,8 @@ export class StableMem extends Service {
   private readonly captureCounts = { regions: 0, blocks: 0, failures: 0 }
   /** This process's name on the cooling lease (`kernel_runs`). */
   private readonly holder = `${process.pid}:${randomUUID().slice(0, 8)}`
+  /** Turns sessions' workspaces and presets into scope keys (`lib/scope-policy.ts`). */
+  readonly scopePolicy: ScopePolicy
   private readonly stageHost: StageHost
   /**
    * HologramAgent's turn stages over dsh hooks (docs/stages.md). A handler registered through a
@@ -128,10 +150,11 @@ export class StableMem extends Service {
   readonly stages: Stages
   private readonly turnCounts: Record<string, number> = {}
 
-  constructor(ctx: Context, config: Config & { resolvedPath: string }) {
+  constructor(ctx: Context, config: Config & { resolvedPath: string, scopePolicy?: ScopePolicy }) {
     super(ctx, 'stablemem')
     this.config = config
     this.storePath = config.resolvedPath
+    this.scopePolicy = config.scopePolicy ?? new ScopePolicy(config.scopes)
     try {
       this.embedder = embedderFromConfig(config.embed)
     } catch (error) {
@@ -166,10 +189,13 @@ export class StableMem extends Service {
   /**
    * Stores a note; idempotent by content (the id is the text's hash). `supersedes` retires an older
    * note from recall. A new note's vector is computed afterwards in the background: commit never
-   * waits for the embedder.
+   * waits for the embedder. The note is saved in `scope` (see `ServiceCommitInput`).
    */
-  async commit(input: CommitInput): Promise<CommitResult> {
-    const result = this.use((store) => store.commit(input))
+  async commit(input: ServiceCommitInput): Promise<CommitResult> {
+    if (input === null || typeof input !== 'object') throw new StableMemError('invalid_input', 'input must be an object with a text field')
+    const { workspace, preset, scope, ...note } = input
+    const key = this.scopePolicy.commitScope(scope, { workspace, preset })
+    const result = this.use((store) => store.commit({ ...note, scope: key }))
     this.recovered()
     if (result.created) this.vectorizer?.enqueue([result.id])
     return result
@@ -186,6 +212,8 @@ export class StableMem extends Service {
    * per-turn injection shows: of the best `topK` (default: the config's), those the relevance
    * gate and adaptive count of the config let through (`gate.ts`), only they counted as accessed;
    * the injection then renders them within `injectBudgetChars`.
+   * `scope` says which notes to search (default global only; a session's view is
+   * `{ workspace, preset }`); notes outside it are never counted or returned.
    */
   async recall(query: string, options: RecallCallOptions = {}): Promise<HybridHits> {
     // A JavaScript caller can pass anything; recalling nothing for a number would hide its bug.
@@ -202,11 +230,12 @@ export class StableMem extends Service {
       throw new StableMemError('invalid_input', `purpose must be 'inject' or 'search', not ${given}`)
     }
     const inject = options.purpose === 'inject'
+    const scopes = this.scopePolicy.recallUnion(options.scope)
     const store = this.open()
     let hits: HybridHits
     try {
       hits = await recallBlocksHybrid(store, this.embedder, query, {
-        topK: inject ? (options.topK ?? this.config.topK) : options.topK, recordAccess: false,
+        topK: inject ? (options.topK ?? this.config.topK) : options.topK, recordAccess: false, scopes,
         budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
       })
       if (inject && !isAbstention(hits)) {
@@ -335,6 +364,35 @@ export class StableMem extends Service {
     return this.use((store) => store.get(id))
   }
 
+  /** The scope keys a note belongs to (`global`, `workspace:<dir>`, `preset:<id>`); empty for an unknown id. */
+  async scopesOf(id: string): Promise<string[]> {
+    return this.use((store) => store.scopes.of(id))
+  }
+
+  /**
+   * Moves notes: `target` becomes their only scope (moving to `global` replaces their workspace and
+   * preset memberships). A workspace must be an existing absolute directory. Returns how many changed.
+   */
+  async setScope(ids: readonly string[], target: ScopeTarget): Promise<number> {
+    const key = this.scopePolicy.targetKey(target, true)
+    return this.use((store) => store.scopes.set(ids, key))
+  }
+
+  /** Adds a scope to notes (they stay in their others). Returns how many memberships are new. */
+  async addScope(ids: readonly string[], target: ScopeTarget): Promise<number> {
+    const key = this.scopePolicy.targetKey(target, true)
+    return this.use((store) => store.scopes.add(ids, key))
+  }
+
+  /**
+   * Takes notes out of one scope, keeping their others. Refused for a note that has no other
+   * scope (it would never be recalled again). Returns how many memberships were removed.
+   */
+  async removeScope(ids: readonly string[], target: ScopeTarget): Promise<number> {
+    const key = this.scopePolicy.targetKey(target, false)
+    return this.use((store) => store.scopes.remove(ids, key))
+  }
+
   /** Records an edge between two nodes (idempotent per source, target and type); `redacted` names credentials masked in its fields. */
   async link(edge: EdgeInput): Promise<{ created: boolean, redacted?: string[] }> {
     const result = this.use((store) => store.link(edge))
@@ -360,7 +418,7 @@ export class StableMem extends Service {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
     }
     try {
-      return { available: true, ...this.store.stats(), layers: this.store.layers.stats(), ...health, ...this.access?.stats() }
+      return { available: true, ...this.store.stats(), layers: this.store.layers.stats(), byScope: this.store.scopes.counts(), ...health, ...this.access?.stats() }
     } catch (error) {
       const refusal = this.failed(this.store, error)
       return { available: false, error: refusal instanceof Error ? refusal.message : String(refusal), path: this.storePath, ...health }

@@ -5,7 +5,7 @@
  * is missing (doctor's job is to say so).
  */
 import { parseArgs } from 'node:util'
-import { defaultStorePath } from '../config.ts'
+import { defaultStorePath } from '../dsh-home.ts'
 import { StableMemError } from '../errors.ts'
 import { escapeForDisplay } from '../text/terminal.ts'
 import { println, UsageError, type CliIo, type Command } from './command.ts'
@@ -13,9 +13,10 @@ import { println, UsageError, type CliIo, type Command } from './command.ts'
 /** The subcommands, in help order. A new command is one module under `commands/` and one row here. */
 export const COMMANDS: Record<string, { summary: string, load: () => Promise<{ command: Command }> }> = {
   stats: { summary: 'blocks, edges, file size, schema version, last write', load: () => import('./commands/stats.ts') },
-  commit: { summary: 'save a note: commit <text> [--source s] [--scene s]', load: () => import('./commands/commit.ts') },
+  commit: { summary: 'save a note: commit <text> [--source s] [--scene s] [--scope s] [--workspace dir]', load: () => import('./commands/commit.ts') },
   get: { summary: 'show one block: get <id>', load: () => import('./commands/get.ts') },
-  recall: { summary: 'the recall the plugin injects: recall <query> [--k 5] [--json]', load: () => import('./commands/recall.ts') },
+  recall: { summary: 'the recall the plugin injects: recall <query> [--k 5] [--workspace dir | --all] [--json]', load: () => import('./commands/recall.ts') },
+  scope: { summary: 'show or move notes\' scopes: scope set|add|remove <id>… global | workspace <dir>', load: () => import('./commands/scope.ts') },
   export: { summary: 'write the store out: export [--format jsonl|md] [--out file]', load: () => import('./commands/export.ts') },
   import: { summary: 'restore a JSON Lines export: import <file.jsonl>', load: () => import('./commands/import.ts') },
   doctor: { summary: 'check Node, node:sqlite, FTS5 and the store file', load: () => import('./commands/doctor.ts') },
@@ -23,6 +24,8 @@ export const COMMANDS: Record<string, { summary: string, load: () => Promise<{ c
   forget: { summary: 'delete notes for good: forget <id>… | --scene s | --source s | --before t | --all', load: () => import('./commands/forget.ts') },
   vacuum: { summary: 'rewrite the store file without free space', load: () => import('./commands/vacuum.ts') },
   embed: { summary: 'compute missing vectors: embed --backfill --url <base-url> --model <name>', load: () => import('./commands/embed.ts') },
+  'install-dsh': { summary: 'install dsh at the tested versions (with Node 24 and pnpm): install-dsh <prefix>', load: () => import('./commands/install-dsh.ts') },
+  preset: { summary: 'the stablemem agent preset for dsh web: preset install|list|diff|uninstall [--home <dsh home>]', load: () => import('./commands/preset.ts') },
 }
 
 /** Options every command accepts. */

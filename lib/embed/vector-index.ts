@@ -101,8 +101,11 @@ export class VectorIndex {
     return out
   }
 
-  /** The `k` nearest blocks to a unit query vector whose language passes `allow`, best first. */
-  search(query: Float32Array, k: number, allow: (lang: string) => boolean): VectorHit[] {
+  /**
+   * The `k` nearest blocks to a unit query vector that pass `allow` (language, and block id for a
+   * scope filter; asked only of rows that would enter the top k), best first.
+   */
+  search(query: Float32Array, k: number, allow: (lang: string, id: string) => boolean): VectorHit[] {
     if (query.length !== this.dims || k <= 0) return []
     const q = this.centroid ? centre(query, this.centroid) : query
     const dims = this.dims
@@ -127,7 +130,7 @@ export class VectorIndex {
       for (let i = tail; i < dims; i++) s0 += data[off + i]! * q[i]!
       const s = s0 + s1 + s2 + s3
       if (!(s > worst)) continue
-      if (!allow(this.langs[r]!)) continue
+      if (!allow(this.langs[r]!, this.ids[r]!)) continue
       let j = k - 1
       while (j > 0 && topScore[j - 1]! < s) {
         topScore[j] = topScore[j - 1]!

@@ -1,6 +1,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import { defineTool, type ToolDefinition } from '@deepseek-ai/dsh-tools'
 import { blockId } from '../store/block-id.ts'
+import { placeOf } from './session-place.ts'
 
 /**
  * The tool through which the model saves a note. Its description tells the model what is worth
@@ -13,11 +14,14 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
     description: 'Save a durable fact to long-term memory so that future sessions recall it automatically. ' +
       'Use it for facts worth keeping across sessions: ports, IPs, paths, versions, names, decisions, preferences. ' +
       'Write one self-contained note per call, in the user\'s language, naming its subject (e.g. "billing 服务端口 8499"). ' +
-      'Saving the same text twice is harmless.',
+      'Saving the same text twice is harmless. ' +
+      'Scope: "workspace" for facts about the current project (its ports, paths, conventions), "global" for facts about the user ' +
+      'that hold everywhere (language, time zone, preferences), "preset" for facts only this agent preset needs; omit it for the default.',
     parameters: {
       text: { type: 'string', required: true, description: 'The note, self-contained (subject + fact).' },
       source: { type: 'string', description: 'Optional provenance tag, e.g. "user" or a file name.' },
       scene: { type: 'string', description: 'Optional scene key the note belongs to, e.g. "chan:qq".' },
+      scope: { type: 'string', enum: ['workspace', 'global', 'preset'], description: 'Optional: where the note is recalled (see above).' },
       supersedes: {
         type: 'string',
         description: 'Optional id (blk_…) of an earlier note this one replaces, e.g. when a port or path changed. ' +
@@ -39,12 +43,14 @@ export function commitTool(ctx: Context, name: string): ToolDefinition {
           (value.redacted ? ` Credentials were masked before saving (${value.redacted.join(', ')}); they are not in memory.` : ''),
       }],
     },
-    async execute(args) {
+    async execute(args, exec) {
       // 'model' marks notes the model saved on its own; it must not overwrite the provenance of a
       // note that already exists (e.g. one saved with source 'user'), so it applies to new notes only.
       const exists = args.source === undefined && await ctx.stablemem.get(blockId(args.text)) !== undefined
       const source = args.source ?? (exists ? '' : 'model')
-      const result = await ctx.stablemem.commit({ text: args.text, source, scene: args.scene ?? '', supersedes: args.supersedes ?? '' })
+      const result = await ctx.stablemem.commit({
+        text: args.text, source, scene: args.scene ?? '', supersedes: args.supersedes ?? '', scope: args.scope, ...placeOf(exec.agent),
+      })
       return {
         id: result.id, created: result.created,
         ...(result.restored === undefined ? {} : { restored: result.restored }),

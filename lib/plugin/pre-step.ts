@@ -9,6 +9,7 @@ import { abstentionOf } from '../recall/abstain.ts'
 import { isQuestion } from '../text/question.ts'
 import { originLabel } from './origin.ts'
 import { renderAbstention, renderRecall } from './render.ts'
+import { placeOf } from './session-place.ts'
 
 /**
  * Registers the per-turn recall: on the first step of a turn, after everything downstream has
@@ -31,8 +32,9 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
     if (service.unavailableReason() !== undefined) return decision // memory is off; the context line says why
     let text: string
     try {
-      // The notes the relevance gate lets through (an empty list when nothing is relevant).
-      const hits = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false })
+      // The notes the relevance gate lets through (an empty list when nothing is relevant), within
+      // the session's view: its workspace's notes, its preset's, and global ones; never another workspace's.
+      const hits = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scope: placeOf(payload.agent) })
       const abstention = abstentionOf(hits)
       if (abstention !== undefined) {
         // The notice answers a question about a store that holds notes; after a statement, or

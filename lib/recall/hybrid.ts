@@ -3,7 +3,7 @@ import { languageDeclared } from '../embed/language.ts'
 import { vectorIndexFor, type VectorHit } from '../embed/vector-index.ts'
 import type { BlockStore } from '../store/store.ts'
 import { isAbstention } from './abstain.ts'
-import { clampTopK, recallBlocks } from './recall.ts'
+import { clampTopK, current, recallBlocks } from './recall.ts'
 import { queryRelevance } from './relevance.ts'
 import type { DegradedReason, Hit, HybridHits, RecallOptions } from './types.ts'
 
@@ -55,14 +55,14 @@ const DEFAULT_CANDIDATES = 100
  * deep equality see the lexical hits). It never throws because of the embedder.
  */
 export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder | null, query: string, options: HybridOptions = {}): Promise<HybridHits> {
-  const lexical = () => recallBlocks(store, query, { topK: options.topK, recordAccess: options.recordAccess })
+  const lexical = () => recallBlocks(store, query, { topK: options.topK, recordAccess: options.recordAccess, scopes: options.scopes })
   if (embedder === null) return markDegraded(lexical(), 'no_embedder')
   const text = typeof query === 'string' ? query : ''
   if (text.trim() === '') return markDegraded(lexical(), 'no_embedder')
   if (!languageDeclared(text, embedder.languages)) return markDegraded(lexical(), 'language_gated')
 
   const candidates = options.candidates ?? DEFAULT_CANDIDATES
-  const lexHits = recallBlocks(store, query, { topK: candidates })
+  const lexHits = recallBlocks(store, query, { topK: candidates, scopes: options.scopes })
   if (isAbstention(lexHits)) return lexHits
 
   let queryVector: Float32Array
@@ -77,10 +77,17 @@ export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder |
   const index = vectorIndexFor(store, embedder.model, embedder.dims)
   if (index.size === 0) return markDegraded(lexical(), 'no_vectors')
 
-  const allow = (lang: string) => lang === 'und' || embedder.languages.includes(lang)
+  const allowLang = (lang: string) => lang === 'und' || embedder.languages.includes(lang)
   const minCosine = options.minCosine ?? DEFAULT_MIN_COSINE
-  const vecHits = index.search(queryVector, candidates, allow).filter((h) => h.score >= minCosine)
-  const lexCosine = index.scoreIds(queryVector, lexHits.map((h) => h.id), allow)
+  const scopes = options.scopes
+  const inScope = new Map<string, boolean>()
+  const member = (id: string) => {
+    let known = inScope.get(id)
+    if (known === undefined) inScope.set(id, known = scopes === undefined || store.scopes.visible([id], scopes).size > 0)
+    return known
+  }
+  const vecHits = index.search(queryVector, candidates, (lang, id) => allowLang(lang) && member(id)).filter((h) => h.score >= minCosine)
+  const lexCosine = index.scoreIds(queryVector, lexHits.map((h) => h.id), allowLang)
   const hits = fuse(store, text, lexHits, vecHits, lexCosine, options).slice(0, clampTopK(options.topK))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))
   return hits
@@ -134,7 +141,7 @@ function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorH
       return
     }
     const block = store.get(v.id)
-    if (!block || block.supersededBy !== null) return
+    if (!block || current([[0, block]], store, options.scopes).length === 0) return
     byId.set(v.id, { id: v.id, text: block.text, exact: false, pinned: 0, lexical: 0, lexRank: 0, vector: Math.max(0, v.score), vecRank: rank + 1,
       relevance: (relevanceOf ??= queryRelevance(store, query))(block.text), why: 'vector only' })
   })

@@ -81,21 +81,26 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
   const analysis = specificTerms(store, full)
   if (isEmptyAnalysis(analysis)) return []
   const bm25 = new Map<number, number>()
+  const scopes = options.scopes
+  const found = new Map<string, boolean>() // per searched expression: did the union hold a match
   const addCandidates = (match: string, limit: number) => {
     if (match === '') return
-    for (const c of store.ftsCandidates(match, limit)) {
+    const candidates = scopes ? store.scopes.ftsCandidates(match, limit, scopes) : store.ftsCandidates(match, limit)
+    found.set(match, candidates.length > 0)
+    for (const c of candidates) {
       const known = bm25.get(c.rowid)
       if (known === undefined || c.bm25 < known) bm25.set(c.rowid, c.bm25)
     }
   }
   addCandidates(matchAny(searchTerms(store, analysis)), CANDIDATES)
   for (const symbol of analysis.exact) for (const variant of symbolVariants(symbol)) addCandidates(matchPhrase(variant), EXACT_CANDIDATES)
-  const blocks = [...store.blocksByRowid([...bm25.keys()])].filter(([, block]) => block.supersededBy === null)
+  const blocks = current([...store.blocksByRowid([...bm25.keys()])], store, scopes)
 
   if (options.abstain !== false) {
     const decisive = decisiveSymbols(text, analysis.exact)
-    if (decisive.length > 0 && decisive.every((s) => !inStore(store, s))) {
-      const near = decisive.slice(0, NEAR_SYMBOLS).flatMap((s) => typoVariants(s).filter((v) => inStore(store, v)))
+    const held = (s: string) => inStore(store, s, scopes, found)
+    if (decisive.length > 0 && decisive.every((s) => !held(s))) {
+      const near = decisive.slice(0, NEAR_SYMBOLS).flatMap((s) => typoVariants(s).filter(held))
       return markAbstained([], { missing: decisive, mentioned: mentionedWords(analysis, blocks.map(([, b]) => b)), near: [...new Set(near)] })
     }
   }
@@ -197,9 +202,26 @@ function rarest(terms: readonly string[], df: ReadonlyMap<string, number>, limit
  * Whether any note holds the exact string, as the index tokenises it. A version is found with or
  * without its `v` (`v2.3.1` ↔ `2.3.1`): abstaining wrongly costs more than a weak hit.
  */
-function inStore(store: BlockStore, symbol: string): boolean {
+function inStore(store: BlockStore, symbol: string, scopes: readonly string[] | undefined, searched: ReadonlyMap<string, boolean>): boolean {
   const variants = /^v\d/.test(symbol) ? [symbol, symbol.slice(1)] : symbolVariants(symbol)
-  return variants.some((v) => store.matchCount(matchPhrase(v)) > 0)
+  return variants.some((v) => {
+    const match = matchPhrase(v)
+    if (store.matchCount(match) === 0) return false // cached: absent from every scope
+    if (scopes === undefined) return true
+    // Within scopes only notes of the union count: the candidate search already asked most of these.
+    return searched.get(match) ?? store.scopes.anyMatch(match, scopes)
+  })
+}
+
+/**
+ * Drops superseded candidates. Within scopes, supersede works inside the union: a note replaced by
+ * a note the union cannot see (saved in another workspace) stays current here.
+ */
+export function current(blocks: Array<[number, Block]>, store: BlockStore, scopes: readonly string[] | undefined): Array<[number, Block]> {
+  const successors = blocks.flatMap(([, b]) => b.supersededBy ?? [])
+  if (successors.length === 0) return blocks
+  const visible = scopes ? store.scopes.visible(successors, scopes) : undefined
+  return blocks.filter(([, b]) => b.supersededBy === null || (visible !== undefined && !visible.has(b.supersededBy)))
 }
 
 /** Clamps a caller's topK to 1…MAX_TOP_K, defaulting to DEFAULT_TOP_K. */

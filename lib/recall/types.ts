@@ -25,6 +25,12 @@ export interface RecallOptions {
   topK?: number
   /** Count the returned hits as accesses (default false; the plugin and service turn it on). */
   recordAccess?: boolean
+  /**
+   * Scope keys whose notes recall may see (`global`, `workspace:<dir>`, `preset:<id>`); a note
+   * outside them is never a candidate, never counted by abstention and never shown. Absent: every
+   * note (the CLI's `--all`, benchmarks).
+   */
+  scopes?: readonly string[]
 }
 
 /** Why the hybrid recall fell back to the lexical result. */

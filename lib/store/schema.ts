@@ -84,6 +84,18 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX blocks_unkeyed ON blocks(id) WHERE near_key IS NULL;
   CREATE INDEX vectors_block ON vectors(block_id);
   `,
+  // v5: scopes. A block belongs to one or more scopes ('global', 'workspace:<dir>', 'preset:<id>',
+  // see lib/store/scopes.ts); scope is membership, never part of the content id. Every block that
+  // exists when the file is upgraded becomes global, so recall is unchanged until notes are moved.
+  `
+  CREATE TABLE memberships (
+    block_rowid INTEGER NOT NULL REFERENCES blocks(rowid) ON DELETE CASCADE,
+    scope       TEXT    NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (block_rowid, scope)
+  ) WITHOUT ROWID;
+  INSERT INTO memberships (block_rowid, scope, created_at) SELECT rowid, 'global', created_at FROM blocks;
+  `,
   // Layers (docs/layers.md): every block has one holder layer, `stable` (notes, facts) or `cold`
   // (turns captured when compaction took them out of the context window), and a cooling state.
   // `block_origins` says where a captured block came from (session, event seq, original time,

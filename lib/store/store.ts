@@ -15,6 +15,8 @@ import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import { LayerTable } from './layers.ts'
 import { adopt, exists, mark, restore, type ChainAccess } from './supersede.ts'
 import { checkTag } from './tags.ts'
+import { checkScopeKey, GLOBAL_SCOPE } from './scope-key.ts'
+import { ScopeTable } from './scopes.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
 import { VectorTable } from './vectors.ts'
 
@@ -95,6 +97,8 @@ export class BlockStore {
   readonly layers: LayerTable
   /** True when opened with `readOnly` (and the file needed no upgrade). */
   readonly readOnly: boolean
+  /** Which scopes each block belongs to (`lib/store/scopes.ts`). */
+  readonly scopes: ScopeTable
   private readonly nearKeys: NearKeys
   private forgets = 0
   private readonly db: DatabaseSync
@@ -156,6 +160,7 @@ export class BlockStore {
       stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(),
       commitMany: (inputs) => this.commitMany(inputs), link: (edge) => this.link(edge),
     })
+    this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
   }
 
@@ -189,7 +194,10 @@ export class BlockStore {
       if (i === 0) this.nearKeys.fill()
       const near = this.nearKeys.find(keys[i]!, row.id)
       const duplicateOf = near === row.supersedes ? undefined : near // replacing a note is not duplicating it
-      if (duplicateOf !== undefined && this.duplicates === 'skip' && !this.get(row.id)) return { id: duplicateOf, created: false, duplicateOf }
+      if (duplicateOf !== undefined && this.duplicates === 'skip' && !this.get(row.id)) {
+        this.scopes.join(duplicateOf, row.scope, now) // the kept note now also belongs to this scope
+        return { id: duplicateOf, created: false, duplicateOf }
+      }
       const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now)
       const created = Number(inserted.changes) === 1
       let replaced: string | undefined
@@ -205,6 +213,8 @@ export class BlockStore {
       const result: CommitResult = { id: row.id, created }
       if (replaced !== undefined) result.restored = replaced
       if (row.redacted.length > 0) result.redacted = row.redacted
+      if (created) this.scopes.joinRowid(Number(inserted.lastInsertRowid), row.scope, now)
+      else this.scopes.join(row.id, row.scope, now)
       if (!created || duplicateOf === undefined) return result
       if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now, false)
       return { ...result, duplicateOf }
@@ -534,8 +544,11 @@ export class BlockStore {
    * does not exist yet, the block is stored as current and `pending` names the missing successor,
    * for the caller to `adoptSuccessor` once that block arrives. `secrets` decides what happens to
    * credentials (see `ImportOptions`); a masked note is stored under its masked text's id, returned.
+   * `scopes` are added to the block's memberships; a new block without them is global (exports
+   * made before scopes existed).
    */
-  importBlock(block: Block, secrets: SecretsPolicy = 'refuse'): { created: boolean, id: string, pending?: string, redacted?: string[] } {
+  importBlock(block: Block, secrets: SecretsPolicy = 'refuse', scopes?: readonly string[]): { created: boolean, id: string, pending?: string, redacted?: string[] } {
+    const keys = (scopes ?? []).map((scope, i) => checkScopeKey(scope, `scopes[${i}]`))
     const original = this.validate(block, '', 'allow')
     if (original.text !== block.text) throw new StableMemError('invalid_input', 'text is not in canonical form (NFC, trimmed)')
     if (original.id !== block.id) throw new StableMemError('invalid_input', `id ${String(block.id)} is not the content address of its text (expected ${original.id})`)
@@ -549,6 +562,7 @@ export class BlockStore {
     const lastAccessAt = block.lastAccessAt === null ? null : checkTime(block.lastAccessAt, 'lastAccessAt')
     const supersededBy = block.supersededBy === null ? null : checkTag(block.supersededBy, 'supersededBy', true, 'allow').value
     const created = this.restoreRow(row, createdAt, updatedAt, accessCount, lastAccessAt)
+    for (const key of created && keys.length === 0 ? [GLOBAL_SCOPE] : keys) this.scopes.join(row.id, key)
     const result = row.redacted.length > 0 ? { created, id: row.id, redacted: row.redacted } : { created, id: row.id }
     if (supersededBy === null) return result
     if (!exists(this.chain, supersededBy)) return { ...result, pending: supersededBy }
@@ -644,7 +658,8 @@ export class BlockStore {
     }
     const [source, scene, semanticType, supersedes] = [tag(input.source ?? '', 'source'), tag(input.scene ?? '', 'scene'),
       tag(input.semanticType ?? '', 'semanticType'), tag(input.supersedes ?? '', 'supersedes')]
-    return { id: blockId(text), text, redacted, source, scene, semanticType, supersedes }
+    const scope = checkScopeKey(input.scope ?? GLOBAL_SCOPE, `${prefix}scope`)
+    return { id: blockId(text), text, redacted, source, scene, semanticType, supersedes, scope }
   }
 
   private forgetHost(): ForgetHost {

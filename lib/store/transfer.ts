@@ -34,7 +34,7 @@ export function * exportJsonl(store: BlockStore, counts: ExportCounts = { blocks
   yield JSON.stringify({ record: 'header', format: EXPORT_FORMAT, version: EXPORT_VERSION, exportedAt: now })
   for (const block of store.allBlocks()) {
     counts.blocks++
-    yield jsonForDisplay({ record: 'block', ...block })
+    yield jsonForDisplay({ record: 'block', ...block, scopes: store.scopes.of(block.id) })
   }
   for (const edge of store.allEdges()) {
     counts.edges++
@@ -58,6 +58,7 @@ export function * exportMarkdown(store: BlockStore, counts: ExportCounts = { blo
     yield ''
     const tags = [['source', block.source], ['scene', block.scene], ['type', block.semanticType]].filter(([, v]) => v !== '')
     for (const [key, value] of tags) yield `- ${key}: ${code(value!)}`
+    yield `- scopes: ${store.scopes.of(block.id).map((s) => code(s)).join(', ')}`
     yield `- created ${iso(block.createdAt)}, updated ${iso(block.updatedAt)}`
     yield `- recalled ${block.accessCount} time${block.accessCount === 1 ? '' : 's'}${block.lastAccessAt === null ? '' : `, last ${iso(block.lastAccessAt)}`}`
     for (const edge of store.edgesOf('block', block.id)) {
@@ -195,7 +196,7 @@ interface ImportState {
   pending: Map<string, { line: number, successor: string, ids: string[] }>
 }
 
-type ImportRecord = { kind: 'block', block: Block } | { kind: 'edge', edge: Edge }
+type ImportRecord = { kind: 'block', block: Block, scopes?: string[] } | { kind: 'edge', edge: Edge }
 
 /** Parses one line; undefined for the header. Throws with a plain message on anything else. */
 function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
@@ -231,6 +232,8 @@ function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
           // Absent in exports made before supersede existed: such a block is current.
           supersededBy: record.supersededBy === undefined || record.supersededBy === null ? null : field(record, 'supersededBy', 'string'),
         },
+        // Absent in exports made before scopes existed: such a block is imported as global.
+        ...(record.scopes === undefined ? {} : { scopes: scopeList(record.scopes) }),
       }
     case 'edge':
       return {
@@ -252,6 +255,14 @@ function field<K extends 'string' | 'number'>(record: Record<string, unknown>, n
   return value as K extends 'string' ? string : number
 }
 
+/** The `scopes` field of a block record: a non-empty array of strings (the store checks each key). */
+function scopeList(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length === 0 || !value.every((s) => typeof s === 'string')) {
+    throw new StableMemError('invalid_input', 'block field scopes must be a non-empty array of scope strings')
+  }
+  return value as string[]
+}
+
 function apply(store: BlockStore, record: ImportRecord, line: number, state: ImportState, result: ImportResult, includeForgotten: boolean): void {
   if (!includeForgotten && forgottenRecord(store, record)) {
     const field = record.kind === 'block' ? 'blocksForgotten' : 'edgesForgotten'
@@ -268,7 +279,7 @@ function apply(store: BlockStore, record: ImportRecord, line: number, state: Imp
   }
   const { block } = record
   const successor = block.supersededBy === null ? null : renamed(state, block.supersededBy)
-  const imported = store.importBlock({ ...block, supersededBy: successor }, state.secrets)
+  const imported = store.importBlock({ ...block, supersededBy: successor }, state.secrets, record.scopes)
   if (imported.id !== block.id) {
     state.renamed.set(block.id, imported.id)
     result.redacted ??= []

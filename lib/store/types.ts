@@ -13,6 +13,12 @@ export interface CommitInput {
    * stored and reachable by id but no longer appears in recall; a `supersedes` edge records it.
    */
   supersedes?: string
+  /**
+   * Scope key the note is saved in (`global`, `workspace:<dir>`, `preset:<id>`; see
+   * `lib/store/scope-key.ts`); default `global`. Saving an existing note in another scope adds a
+   * membership: the note is one block in both scopes.
+   */
+  scope?: string
 }
 
 /** The result of one commit: the block's content address and whether this call created it. */

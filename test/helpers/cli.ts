@@ -18,10 +18,11 @@ export interface CliRun {
 }
 
 /** Runs `stablemem <args>`; `env` is added to a minimal environment with a private DSH_HOME unless given. */
-export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv, entry?: string, node?: string } = {}): Promise<CliRun> {
+export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv, entry?: string, node?: string, cwd?: string } = {}): Promise<CliRun> {
   return new Promise((resolve) => {
     execFile(options.node ?? process.execPath, [options.entry ?? CLI_SOURCE, ...args], {
       env: { PATH: process.env.PATH, HOME: process.env.HOME, ...options.env },
+      cwd: options.cwd,
       maxBuffer: 64 << 20,
     }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1

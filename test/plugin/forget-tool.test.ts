@@ -29,7 +29,7 @@ t.test('off by default: the model has no way to delete', async (t) => {
   t.ok(tools.includes('stablemem_commit'))
   t.notOk(tools.includes('stablemem_forget'))
   t.ok((await declaredTools(t, { forgetTool: { enabled: true, name: 'stablemem_forget', maxPerTurn: 3 } })).includes('stablemem_forget'), 'enabled, it is declared')
-  const m = mutant({ file: 'index.ts', from: 'if (config.forgetTool.enabled) ', to: '' })
+  const m = mutant({ file: 'plugin/model-tools.ts', from: 'if (config.forgetTool.enabled) ', to: '' })
   t.teardown(() => m.remove())
   t.ok((await declaredTools(t, {}, { module: await m.load<typeof plugin>('index.ts') })).includes('stablemem_forget'), 'mutation check: without the switch the default config declares it')
 })

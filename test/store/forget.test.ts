@@ -130,10 +130,10 @@ t.test('forgetting a correction restores what it replaced, unless restoreSuperse
 
 t.test('forgetting a note by id takes its near-duplicates with it, unless withDuplicates is false', async (t) => {
   const store = open(t, { duplicates: 'keep' })
-  const a = store.commit({ text: 'The VPN password is hunter2.' }).id
-  const b = store.commit({ text: 'the vpn password is hunter2' })
+  const a = store.commit({ text: 'The VPN port is 1194.' }).id
+  const b = store.commit({ text: 'the vpn port is 1194' })
   t.equal(b.duplicateOf, a)
-  const c = store.commit({ text: 'the vpn password is hunter3' })
+  const c = store.commit({ text: 'the vpn port is 1195' })
   t.equal(c.duplicateOf, undefined, 'another value is another note')
   t.same(ids(store.forget(a, { withDuplicates: false, dryRun: true }).deleted), [a])
   t.same(ids(store.forget(a).deleted), [a, b.id])

@@ -2,23 +2,28 @@
 import { canonicalText } from '../../text/normalize.ts'
 import { println, UsageError, type Command } from '../command.ts'
 import { openForWrite, withStore } from '../open-store.ts'
+import { commitScopeKey, SCOPE_OPTIONS } from '../scope-args.ts'
 
 /** The commit command. */
 export const command: Command = {
   usage: [
-    'Usage: stablemem commit <text> [--source <s>] [--scene <s>] [--db <path>] [--json]',
+    'Usage: stablemem commit <text> [--source <s>] [--scene <s>] [--scope global|workspace|preset] [--workspace <dir>] [--preset <id>] [--db <path>] [--json]',
     '',
     'Saves one note. The id is the hash of the text, so saving the same text twice is harmless.',
     '',
     '  --source <s>  provenance tag (default "cli")',
     '  --scene <s>   scene key the note belongs to',
+    '  --scope <s>   global (default), workspace or preset: where the note is recalled',
+    '  --workspace <dir>  the workspace (implies --scope workspace; default for it: the current directory)',
+    '  --preset <id>      the agent preset (implies --scope preset)',
     '  --json        print {"id", "created", "restored"?, "redacted"?, "duplicateOf"?} as JSON ("duplicateOf" for a near-duplicate of a stored note)',
   ].join('\n'),
-  options: { source: { type: 'string' }, scene: { type: 'string' }, json: { type: 'boolean' } },
+  options: { source: { type: 'string' }, scene: { type: 'string' }, json: { type: 'boolean' }, ...SCOPE_OPTIONS },
   positionals: { min: 1, max: 1 },
   async run({ db, args, values, io }) {
     if (canonicalText(args[0]!) === '') throw new UsageError('<text> is empty')
-    const input = { text: args[0]!, source: typeof values.source === 'string' ? values.source : 'cli', scene: typeof values.scene === 'string' ? values.scene : '' }
+    const scope = commitScopeKey(values)
+    const input = { text: args[0]!, source: typeof values.source === 'string' ? values.source : 'cli', scene: typeof values.scene === 'string' ? values.scene : '', scope }
     const result = await withStore(openForWrite(db), (store) => store.commit(input))
     if (values.json === true) println(io.stdout, JSON.stringify(result))
     else {

@@ -3,6 +3,7 @@ import { isBlockId } from '../../store/block-id.ts'
 import { LINE_BREAK } from '../../text/invisible.ts'
 import { escapeForDisplay as show, jsonForDisplay } from '../../text/terminal.ts'
 import { println, UsageError, type Command } from '../command.ts'
+import { describeScope } from '../../store/scope-key.ts'
 import { openExisting, withStore } from '../open-store.ts'
 
 /** The get command. */
@@ -10,7 +11,7 @@ export const command: Command = {
   usage: [
     'Usage: stablemem get <id> [--db <path>] [--json]',
     '',
-    'Shows one block: its text, tags, times, access count and edges.',
+    'Shows one block: its text, tags, scopes, times, access count and edges.',
     '',
     '  --json  the block (with an "edges" array) as JSON',
   ].join('\n'),
@@ -21,15 +22,15 @@ export const command: Command = {
     if (!isBlockId(id)) throw new UsageError(`"${id}" is not a block id (blk_ followed by 24 hex digits)`)
     const found = await withStore(openExisting(db, dbGiven), (store) => {
       const block = store.get(id)
-      return block && { block, edges: store.edgesOf('block', id) }
+      return block && { block, edges: store.edgesOf('block', id), scopes: store.scopes.of(id) }
     })
     if (found === undefined) {
       println(io.stderr, `stablemem get: no block ${id} in ${db}`)
       return 1
     }
-    const { block, edges } = found
+    const { block, edges, scopes } = found
     if (values.json === true) {
-      println(io.stdout, jsonForDisplay({ ...block, edges }))
+      println(io.stdout, jsonForDisplay({ ...block, scopes, edges }))
       return 0
     }
     println(io.stdout, block.id)
@@ -38,6 +39,7 @@ export const command: Command = {
     if (block.source !== '') println(io.stdout, `source:   ${show(block.source)}`)
     if (block.scene !== '') println(io.stdout, `scene:    ${show(block.scene)}`)
     if (block.semanticType !== '') println(io.stdout, `type:     ${show(block.semanticType)}`)
+    println(io.stdout, `scopes:   ${show(scopes.map(describeScope).join('; '))}`)
     println(io.stdout, `created:  ${new Date(block.createdAt).toISOString()}`)
     println(io.stdout, `updated:  ${new Date(block.updatedAt).toISOString()}`)
     println(io.stdout, `recalled: ${block.accessCount} time${block.accessCount === 1 ? '' : 's'}${block.lastAccessAt === null ? '' : `, last ${new Date(block.lastAccessAt).toISOString()}`}`)

@@ -13,6 +13,7 @@ import { LINE_BREAK } from '../../text/invisible.ts'
 import { escapeForDisplay as show, jsonForDisplay } from '../../text/terminal.ts'
 import { println, UsageError, type Command } from '../command.ts'
 import { openExisting, withStore } from '../open-store.ts'
+import { cliPolicy, recallView } from '../scope-args.ts'
 
 /** The plugin's defaults: what the injection uses unless a composition's config says otherwise. */
 const DEFAULTS = resolveConfig()
@@ -20,7 +21,7 @@ const DEFAULTS = resolveConfig()
 /** The recall command. */
 export const command: Command = {
   usage: [
-    'Usage: stablemem recall <query> [--k <n>] [--inject [--min-relevance <x>] [--falloff <x>]] [--db <path>] [--json]',
+    'Usage: stablemem recall <query> [--k <n>] [--inject [--min-relevance <x>] [--falloff <x>]] [--workspace <dir>] [--preset <id>] [--all] [--db <path>] [--json]',
     '',
     'Ranks stored notes for a query with the plugin\'s own recall and prints, for each hit,',
     'its score (>= 1 means pinned by an exact symbol such as a port, IP, path or version),',
@@ -29,14 +30,20 @@ export const command: Command = {
     'note holds, says so (the plugin would inject its "no record" notice) and names stored',
     'strings one typo away. Does not change access counts.',
     '',
+    'Searches global notes, plus those of --workspace and --preset when given (what a session',
+    'there would see); --all searches every note of every scope.',
+    '',
     `  --k <n>              how many hits (default 5, at most ${MAX_TOP_K})`,
     '  --inject             only what the plugin would inject: of the best <n>, the notes the',
     '                       relevance gate lets through (nothing when nothing is relevant)',
     `  --min-relevance <x>  the gate's threshold with --inject (default ${DEFAULTS.minRelevance})`,
     `  --falloff <x>        the adaptive count's share with --inject (default ${DEFAULTS.relevanceFalloff})`,
+    '  --workspace <dir>    add this workspace\'s notes',
+    '  --preset <id>        add this agent preset\'s notes',
+    '  --all                every note, whatever its scope',
     '  --json               {"hits": [{id, text, score, exact, relevance, why}], "abstained"?: {missing, near, mentioned}}',
   ].join('\n'),
-  options: { k: { type: 'string' }, json: { type: 'boolean' }, inject: { type: 'boolean' }, 'min-relevance': { type: 'string' }, falloff: { type: 'string' } },
+  options: { k: { type: 'string' }, json: { type: 'boolean' }, inject: { type: 'boolean' }, 'min-relevance': { type: 'string' }, falloff: { type: 'string' }, workspace: { type: 'string' }, preset: { type: 'string' }, all: { type: 'boolean' } },
   positionals: { min: 1, max: 1 },
   async run({ db, dbGiven, args, values, io }) {
     const k = values.k === undefined ? 5 : Number(values.k)
@@ -44,7 +51,8 @@ export const command: Command = {
     const minRelevance = share(values['min-relevance'], '--min-relevance', DEFAULTS.minRelevance)
     const falloff = share(values.falloff, '--falloff', DEFAULTS.relevanceFalloff)
     if (values.inject !== true && (values['min-relevance'] !== undefined || values.falloff !== undefined)) throw new UsageError('--min-relevance and --falloff go with --inject')
-    const ranked = await withStore(openExisting(db, dbGiven), (store) => recallBlocksHybrid(store, null, args[0]!, { topK: k, recordAccess: false }))
+    const scopes = cliPolicy.recallUnion(recallView(values))
+    const ranked = await withStore(openExisting(db, dbGiven), (store) => recallBlocksHybrid(store, null, args[0]!, { topK: k, recordAccess: false, scopes }))
     const gated = values.inject === true && abstentionOf(ranked) === undefined
     const hits = gated ? gateHits(ranked, { minRelevance, falloff, minScore: DEFAULTS.minScore, topK: k }) : ranked
     if (values.json === true) {

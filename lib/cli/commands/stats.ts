@@ -1,20 +1,23 @@
 /** `stablemem stats`: what is in the store file, for a quick look or a script (`--json`). */
 import { println, type Command } from '../command.ts'
+import { describeScope } from '../../store/scope-key.ts'
 import { openExisting, withStore } from '../open-store.ts'
 
 /** The stats command. */
 export const command: Command = {
   usage: [
-    'Usage: stablemem stats [--db <path>] [--json]',
+    'Usage: stablemem stats [--by-scope] [--db <path>] [--json]',
     '',
     'Blocks, edges, file size, schema version and the time of the last write.',
     '',
+    '  --by-scope  notes per scope (global, each workspace, each preset); a note in two scopes counts in both',
     '  --json  one JSON object instead of lines',
   ].join('\n'),
-  options: { json: { type: 'boolean' } },
+  options: { json: { type: 'boolean' }, 'by-scope': { type: 'boolean' } },
   positionals: { min: 0, max: 0 },
   async run({ db, dbGiven, values, io }) {
-    const stats = await withStore(openExisting(db, dbGiven), (store) => ({ ...store.stats(), layers: store.layers.stats(), cooling: store.layers.lastRun('cooling') ?? null }))
+    const byScope = values['by-scope'] === true
+    const stats = await withStore(openExisting(db, dbGiven), (store) => ({ ...store.stats(), ...(byScope ? { byScope: store.scopes.counts() } : {}), layers: store.layers.stats(), cooling: store.layers.lastRun('cooling') ?? null }))
     if (values.json === true) {
       println(io.stdout, JSON.stringify(stats))
       return 0
@@ -27,6 +30,10 @@ export const command: Command = {
     println(io.stdout, `last write:     ${stats.lastWriteAt === null ? 'never' : new Date(stats.lastWriteAt).toISOString()}`)
     println(io.stdout, `layers:         ${stats.layers.stable} stable, ${stats.layers.cold} cold (${stats.layers.captured} captured at compaction, ${stats.layers.undistilled} waiting for another try)`)
     println(io.stdout, `last cooling:   ${stats.cooling === null ? 'never' : `${new Date(stats.cooling.lastRunAt).toISOString()} ${stats.cooling.result}`}`)
+    if (stats.byScope !== undefined) {
+      println(io.stdout, 'notes by scope:')
+      for (const { scope, notes } of stats.byScope) println(io.stdout, `  ${String(notes).padStart(8)}  ${describeScope(scope)}`)
+    }
     return 0
   },
 }
