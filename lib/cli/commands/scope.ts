@@ -1,6 +1,7 @@
 /** `stablemem scope`: which scopes notes belong to, and moving them between scopes. */
 import { isBlockId } from '../../store/block-id.ts'
 import { describeScope } from '../../store/scope-key.ts'
+import { escapeForDisplay as show, jsonForDisplay } from '../../text/terminal.ts'
 import { println, UsageError, type Command } from '../command.ts'
 import { openExisting, withStore } from '../open-store.ts'
 import { cliPolicy, targetFromWords } from '../scope-args.ts'
@@ -34,14 +35,14 @@ export const command: Command = {
     if (action === 'show') {
       if (words.length > 0) throw new UsageError(`"${words[0]}" is not a block id (blk_ followed by 24 hex digits)`)
       const scopes = await withStore(openExisting(db, dbGiven), (store) => ids.map((id) => ({ id, scopes: store.scopes.of(id) })))
-      if (values.json === true) println(io.stdout, JSON.stringify(scopes))
-      else for (const { id, scopes: list } of scopes) println(io.stdout, `${id}  ${list.length === 0 ? '(no such block)' : list.map(describeScope).join('; ')}`)
+      if (values.json === true) println(io.stdout, jsonForDisplay(scopes))
+      else for (const { id, scopes: list } of scopes) println(io.stdout, `${id}  ${list.length === 0 ? '(no such block)' : list.map((s) => show(describeScope(s))).join('; ')}`)
       return scopes.every((s) => s.scopes.length > 0) ? 0 : 1
     }
     const key = cliPolicy.targetKey(targetFromWords(words), action !== 'remove')
     const changed = await withStore(openExisting(db, dbGiven, { write: true }), (store) => action === 'set' ? store.scopes.set(ids, key) : action === 'add' ? store.scopes.add(ids, key) : store.scopes.remove(ids, key))
-    if (values.json === true) println(io.stdout, JSON.stringify({ action, scope: key, ids, changed }))
-    else println(io.stdout, `${action === 'set' ? 'moved' : action === 'add' ? 'added' : 'removed'} ${describeScope(key)}: ${changed} of ${ids.length} note${ids.length === 1 ? '' : 's'} changed`)
+    if (values.json === true) println(io.stdout, jsonForDisplay({ action, scope: key, ids, changed }))
+    else println(io.stdout, `${action === 'set' ? 'moved' : action === 'add' ? 'added' : 'removed'} ${show(describeScope(key))}: ${changed} of ${ids.length} note${ids.length === 1 ? '' : 's'} changed`)
     return 0
   },
 }

@@ -1,6 +1,7 @@
 /** `stablemem stats`: what is in the store file, for a quick look or a script (`--json`). */
 import { println, type Command } from '../command.ts'
 import { describeScope } from '../../store/scope-key.ts'
+import { escapeForDisplay as show, jsonForDisplay } from '../../text/terminal.ts'
 import { openExisting, withStore } from '../open-store.ts'
 
 /** The stats command. */
@@ -19,7 +20,7 @@ export const command: Command = {
     const byScope = values['by-scope'] === true
     const stats = await withStore(openExisting(db, dbGiven), (store) => ({ ...store.stats(), ...(byScope ? { byScope: store.scopes.counts() } : {}), layers: store.layers.stats(), cooling: store.layers.lastRun('cooling') ?? null }))
     if (values.json === true) {
-      println(io.stdout, JSON.stringify(stats))
+      println(io.stdout, jsonForDisplay(stats))
       return 0
     }
     println(io.stdout, `store:          ${stats.path}`)
@@ -32,7 +33,7 @@ export const command: Command = {
     println(io.stdout, `last cooling:   ${stats.cooling === null ? 'never' : `${new Date(stats.cooling.lastRunAt).toISOString()} ${stats.cooling.result}`}`)
     if (stats.byScope !== undefined) {
       println(io.stdout, 'notes by scope:')
-      for (const { scope, notes } of stats.byScope) println(io.stdout, `  ${String(notes).padStart(8)}  ${describeScope(scope)}`)
+      for (const { scope, notes } of stats.byScope) println(io.stdout, `  ${String(notes).padStart(8)}  ${show(describeScope(scope))}`)
     }
     return 0
   },
