@@ -27,14 +27,54 @@ export interface Config {
   maxBlockChars: number
   toolName: string
   secrets: SecretsPolicy
+  recallToolName: string
   duplicates: DuplicatePolicy
   forgetTool: ForgetToolConfig
   embed: EmbedConfig
+  layers: LayersConfig
   scopes: ScopesConfig
   maxStepsPerTurn: number
   stopWhenAllDenied: boolean
   surface: SurfaceMode
 }
+
+/** Compaction capture and cooling (`layers:`, docs/layers.md). */
+export interface LayersConfig {
+  capture: boolean
+  toolResultChars: number
+  coolAfterHours: number
+  coolMaxAccess: number
+  coolRetryHours: number
+  coolBatch: number
+  heartbeatMinutes: number
+  distiller: 'deterministic' | 'llm'
+  distillerProvider: string
+  distillerModel: string
+}
+
+/** Schema of `layers:`; every field has a default. */
+export const LayersConfig: Schema<LayersConfig> = Schema.object({
+  capture: Schema.boolean().default(true)
+    .description('When compaction takes messages out of the context window, keep the person\'s messages, the assistant\'s text and tool results as cold blocks (L2) that recall can bring back.'),
+  toolResultChars: Schema.natural().min(100).max(1_000_000).default(4_000)
+    .description('Longest part of one tool result kept at capture, in characters (the rest is cut before any other work).'),
+  coolAfterHours: Schema.number().min(0).max(87_600).default(72)
+    .description('A cold block idle (not recalled) for longer than this, in hours, is distilled into stable facts (L3).'),
+  coolMaxAccess: Schema.natural().max(1_000_000).default(2)
+    .description('Only cold blocks recalled at most this many times cool; more often recalled ones stay as they are.'),
+  coolRetryHours: Schema.number().min(0).max(87_600).default(24)
+    .description('A cold block that yielded no fact is tried again after this many hours (it is never deleted).'),
+  coolBatch: Schema.natural().min(1).max(10_000).default(100)
+    .description('Most blocks one cooling tick distils, so a tick stays short whatever the store size.'),
+  heartbeatMinutes: Schema.natural().max(10_080).default(60)
+    .description('Minutes between cooling ticks in the dsh process. 0: no timer (run `stablemem cool` instead).'),
+  distiller: Schema.union(['deterministic', 'llm'] as const).default('deterministic')
+    .description('`deterministic`: offline rules that keep only values found verbatim in the text. `llm`: ask the model through dsh (`distillerProvider`/`distillerModel`) for JSON fields, checked by the same rules; any failure falls back to `deterministic`.'),
+  distillerProvider: Schema.string().default('')
+    .description('dsh provider route of the `llm` distiller (e.g. `deepseek`).'),
+  distillerModel: Schema.string().default('')
+    .description('Model of the `llm` distiller.'),
+})
 
 /** The optional model-facing forget tool (`forgetTool:`); off unless `enabled`. */
 export interface ForgetToolConfig {
@@ -141,11 +181,14 @@ export const Config: Schema<Config> = Schema.object({
     .description('Credentials in a note (API keys, tokens, private keys, passwords in URLs or `password=`): ' +
       '`redact` stores the note with them masked, `refuse` rejects the note with an error, `allow` stores them as written. ' +
       'Recalled notes are masked again before they reach the prompt, whatever this says.'),
+  recallToolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{0,64}$/).default('')
+    .description('Name of the search tool the model sees (`query`, optional `scope`: `session` or `all`). Empty: `toolName` with `commit` replaced by `recall` (`stablemem_recall`), or `toolName` + `_recall`.'),
   duplicates: Schema.union(['keep', 'link', 'skip'] as const).default('link')
     .description('A new note that is the same as a current one after normalising punctuation, spacing, full-width forms and case (never when a number or word differs): ' +
       '`link` stores it with a `duplicates` edge to the existing note, `keep` stores it without one, `skip` stores nothing. Commit reports `duplicateOf` in every case.'),
   forgetTool: ForgetToolConfig.description('Optional model tool that forgets notes by id. Off by default.'),
   embed: EmbedConfig.description('Optional embedding endpoint for hybrid (lexical + vector) recall. Off by default.'),
+  layers: LayersConfig.description('Compaction capture (L1 → L2) and cooling (L2 → L3). On by default.'),
   scopes: ScopesConfig.description('Memory scopes: global, workspace and agent-preset notes.'),
   maxStepsPerTurn: Schema.natural().max(10_000).default(0)
     .description('Loop exit: end a turn (`blocked`) before its step N+1, so a model that keeps calling tools stops at N model calls. A step that claimed human input (steering) still runs. 0: no limit (dsh has none).'),
@@ -162,3 +205,9 @@ export function resolveConfig(partial: Partial<Config> = {}): Config {
 }
 
 export { defaultStorePath } from './dsh-home.ts'
+
+/** The search tool's name: `recallToolName`, or one derived from `toolName` so two instances never collide. */
+export function recallToolNameOf(config: Pick<Config, 'toolName' | 'recallToolName'>): string {
+  if (config.recallToolName !== '') return config.recallToolName
+  return config.toolName.includes('commit') ? config.toolName.replace('commit', 'recall') : `${config.toolName}_recall`
+}

@@ -4,6 +4,8 @@ import type {} from '@deepseek-ai/dsh-system-prompt'
 import type {} from '@deepseek-ai/dsh-tools'
 import { Config, defaultStorePath } from './config.ts'
 import { ScopePolicy } from './scope-policy.ts'
+import { registerCompactionCapture } from './kernel/layers/capture.ts'
+import { registerHeartbeat } from './kernel/layers/heartbeat.ts'
 import { registerStatistics } from './plugin/statistics.ts'
 import { attachHostSurface, registerSurface } from './plugin/surface.ts'
 import { StableMem } from './service.ts'
@@ -33,6 +35,8 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   await own.inject(['stablemem'], (inner) => {
     const surface = attachHostSurface(inner.stablemem, config.surface, config, resolvedPath)
     if (config.surface !== 'service') registerSurface(inner, config, resolvedPath, name, (scope) => surface.hostServes(scope))
+    registerCompactionCapture(inner, () => inner.stablemem, config)
+    registerHeartbeat(inner, () => inner.stablemem, config)
     registerStatistics(inner)
     if (!publish(ctx, inner.stablemem)) {
       inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)

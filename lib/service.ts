@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { Service, type Context } from '@deepseek-ai/cordis'
 import type { Config } from './config.ts'
 import { StableMemError } from './errors.ts'
@@ -8,7 +9,11 @@ import { bindStages } from './kernel/stages/bind.ts'
 import { StageHost } from './kernel/stages/host.ts'
 import type { StageStats } from './kernel/stages/types.ts'
 import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
+import { coolingOptions, coolTick, type CoolingReport } from './kernel/layers/cooling.ts'
+import type { Distiller } from './kernel/layers/distill.ts'
+import { llmDistiller } from './kernel/layers/llm-distiller.ts'
 import { isAbstention } from './recall/abstain.ts'
+import type { CapturePiece, CaptureResult, LayerStats, Origin } from './store/layers.ts'
 import { AccessRecorder, type AccessStats } from './store/access.ts'
 import { failureKind, transientReason } from './store/failure.ts'
 import { gateHits } from './recall/gate.ts'
@@ -48,6 +53,10 @@ export interface ServiceStats extends Partial<StoreStats>, Partial<AccessStats> 
   recallDegraded: Record<DegradedReason, number>
   /** The embedder and the background vector writer; absent while `embed.baseUrl` is empty. */
   vectors?: VectorStats
+  /** Blocks per layer (docs/layers.md); absent while the store is unavailable. */
+  layers?: LayerStats
+  /** Compaction capture: regions seen, blocks written, captures that failed (logged; the turn went on). */
+  capture: { regions: number, blocks: number, failures: number }
   /** Finished turns by how they ended (`completed`, `blocked`, …), counted at after_output. */
   turns: Record<string, number>
   /** The stage API's handlers, calls, handler errors and loop exits. */
@@ -128,6 +137,9 @@ export class StableMem extends Service {
   private readonly embedder: HttpEmbedder | null = null
   private readonly embedderError: string | undefined
   private vectorizer: BlockVectorizer | undefined
+  private readonly captureCounts = { regions: 0, blocks: 0, failures: 0 }
+  /** This process's name on the cooling lease (`kernel_runs`). */
+  private readonly holder = `${process.pid}:${randomUUID().slice(0, 8)}`
   /** Turns sessions' workspaces and presets into scope keys (`lib/scope-policy.ts`). */
   readonly scopePolicy: ScopePolicy
   private readonly stageHost: StageHost
@@ -242,6 +254,51 @@ export class StableMem extends Service {
   }
 
   /**
+   * Stores the pieces of a region compaction took out of the context window as cold blocks, with
+   * their origins (`lib/store/layers.ts`): the commit path's secrets policy, ids and dedupe apply,
+   * and a region seen twice writes nothing new. The write happens before the first `await`, so a
+   * synchronous caller (the `session/event` listener) has it stored when the call returns.
+   */
+  async capture(pieces: readonly CapturePiece[]): Promise<CaptureResult> {
+    const result = this.use((store) => store.layers.capture(pieces, (piece) => `compaction:${piece.origin.role}`))
+    this.captureCounts.regions++
+    this.captureCounts.blocks += result.created
+    if (result.ids.length > 0) this.vectorizer?.enqueue(result.ids)
+    return result
+  }
+
+  /** Counts one capture that failed (called by the compaction listener). */
+  noteCaptureFailure(): void {
+    this.captureCounts.failures++
+  }
+
+  /**
+   * One cooling tick (L2 → L3, `lib/kernel/layers/cooling.ts`) at `now` (default: the clock),
+   * with the configured rule and distiller; `dryRun` lists what would cool and writes nothing.
+   * Another process holding the cooling lease makes it return `status: 'busy'`.
+   */
+  async cool(options: { now?: number, dryRun?: boolean } = {}): Promise<CoolingReport> {
+    const store = this.open()
+    try {
+      return await coolTick(store, options.now ?? Date.now(), { ...coolingOptions(this.config.layers), distiller: this.distiller(), dryRun: options.dryRun }, this.holder)
+    } catch (error) {
+      throw this.failed(store, error)
+    }
+  }
+
+  /** The LLM distiller when configured and dsh's LLM service is there; otherwise undefined (the deterministic one). */
+  private distiller(): Distiller | undefined {
+    const { distiller, distillerProvider, distillerModel } = this.config.layers
+    if (distiller !== 'llm' || this.ctx.get('llm', false) === undefined) return undefined
+    return llmDistiller(this.ctx, distillerProvider, distillerModel)
+  }
+
+  /** Where each of these blocks was captured from (its earliest origin); blocks saved as notes have none. */
+  async origins(ids: readonly string[]): Promise<Map<string, Origin>> {
+    return this.use((store) => store.layers.firstOrigins(ids))
+  }
+
+  /**
    * Counts these notes as accessed (count and time), e.g. the ones a caller showed to the model.
    * Never waits for another process's write lock: while one holds it the counts wait in memory and
    * are written with the next recording (`stats().accessDeferred`).
@@ -352,6 +409,7 @@ export class StableMem extends Service {
       injections: this.injectionCount,
       hybridRecalls: this.hybridCount,
       recallDegraded: { ...this.degradedCounts },
+      capture: { ...this.captureCounts },
       turns: { ...this.turnCounts },
       stages: this.stageHost.stats(),
       ...(this.embedder || this.embedderError ? { vectors: this.vectorStats() } : {}),
@@ -360,7 +418,7 @@ export class StableMem extends Service {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
     }
     try {
-      return { available: true, ...this.store.stats(), byScope: this.store.scopes.counts(), ...health, ...this.access?.stats() }
+      return { available: true, ...this.store.stats(), layers: this.store.layers.stats(), byScope: this.store.scopes.counts(), ...health, ...this.access?.stats() }
     } catch (error) {
       const refusal = this.failed(this.store, error)
       return { available: false, error: refusal instanceof Error ? refusal.message : String(refusal), path: this.storePath, ...health }

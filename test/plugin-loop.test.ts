@@ -21,5 +21,5 @@ t.test('a fact saved by the tool in one session is recalled into the next sessio
   const text = ours[0]!.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
   t.match(text, /> billing 服务端口 8499，部署在 10\.3\.7\.9/)
   t.ok(requestTexts(second).some((x) => x.includes('Long-term memory (dsh-stablemem): 1 note stored')), 'context line present')
-  t.same(second.tools?.map((tool) => tool.name), ['stablemem_commit'])
+  t.same(second.tools?.map((tool) => tool.name), ['stablemem_commit', 'stablemem_recall'])
 })

@@ -161,6 +161,7 @@ function checkStoreFile(sqlite: typeof import('node:sqlite'), path: string): Che
     checks.push(Number(counts.indexed) === Number(counts.blocks)
       ? { status: 'ok', label: 'index', detail: `${counts.blocks} blocks, ${counts.edges} edges, all blocks indexed` }
       : { status: 'fail', label: 'index', detail: `the full-text index holds ${counts.indexed} entries for ${counts.blocks} blocks, so recall misses notes; export and re-import the store to rebuild it` })
+    checks.push(layersCheck(db))
   } finally {
     db.close()
     if (!walFilesBefore) removeIdleWalFiles(sqlite, path)
@@ -169,6 +170,17 @@ function checkStoreFile(sqlite: typeof import('node:sqlite'), path: string): Che
     ? { status: 'ok', label: 'writable', detail: `${path} can be written` }
     : { status: 'fail', label: 'writable', detail: `${path} is read-only, so the plugin cannot save notes` })
   return checks
+}
+
+/** The layers (docs/layers.md): how many blocks are stable and cold, and when cooling last ran. */
+function layersCheck(db: import('node:sqlite').DatabaseSync): Check {
+  const hasLayers = db.prepare("SELECT 1 AS x FROM pragma_table_info('blocks') WHERE name = 'layer'").get() !== undefined
+  if (!hasLayers) return { status: 'ok', label: 'layers', detail: 'no layers yet (older schema): every block is a note; compaction capture starts after the upgrade' }
+  const row = db.prepare(`SELECT (SELECT count(*) FROM blocks WHERE layer = 'stable') AS stable, (SELECT count(*) FROM blocks WHERE layer = 'cold') AS cold,
+    (SELECT count(*) FROM blocks WHERE layer = 'cold' AND cool_attempts > 0) AS waiting,
+    (SELECT max(last_run_at) FROM kernel_runs WHERE name = 'cooling') AS cooled`).get() as { stable: number, cold: number, waiting: number, cooled: number | null }
+  const cooled = row.cooled === null || Number(row.cooled) === 0 ? 'cooling has not run yet' : `cooling last ran ${new Date(Number(row.cooled)).toISOString()}`
+  return { status: 'ok', label: 'layers', detail: `${row.stable} stable, ${row.cold} cold (${row.waiting} yielded no fact yet and wait for another try); ${cooled}` }
 }
 
 /**

@@ -1,8 +1,9 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { ToolDefinition } from '@deepseek-ai/dsh-tools'
-import type { Config } from '../config.ts'
+import { recallToolNameOf, type Config } from '../config.ts'
 import { commitTool } from './commit-tool.ts'
 import { forgetTool } from './forget-tool.ts'
+import { recallTool } from './recall-tool.ts'
 
 /**
  * Every tool the model sees, in one list. The host row registers them for agents outside the
@@ -11,7 +12,7 @@ import { forgetTool } from './forget-tool.ts'
  * here reaches both planes and never shows up twice.
  */
 export function modelTools(ctx: Context, config: Config): ToolDefinition[] {
-  const tools = [commitTool(ctx, config.toolName)]
+  const tools = [commitTool(ctx, config.toolName), recallTool(ctx, recallToolNameOf(config))]
   if (config.forgetTool.enabled) tools.push(forgetTool(ctx, config.forgetTool))
   return tools
 }

@@ -7,6 +7,7 @@ import { preStepAsPreAction, type PreStepPayload } from '../kernel/stages/adapt.
 import type { AgentScope } from '../kernel/stages/types.ts'
 import { abstentionOf } from '../recall/abstain.ts'
 import { isQuestion } from '../text/question.ts'
+import { originLabel } from './origin.ts'
 import { renderAbstention, renderRecall } from './render.ts'
 import { placeOf } from './session-place.ts'
 
@@ -40,7 +41,8 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
         // with nothing stored yet, it would only make the model doubt what the user just said.
         text = isQuestion(query) && (service.blockCount() ?? 0) > 0 ? renderAbstention(abstention) : ''
       } else {
-        const rendered = renderRecall(hits, config.injectBudgetChars)
+        const origins = await service.origins(hits.map((h) => h.id))
+        const rendered = renderRecall(hits, config.injectBudgetChars, undefined, (id) => originLabel(origins.get(id), String(payload.agent.id)))
         // Only notes the model is shown count as accessed (not those gated out or cut by the budget).
         await service.recordAccess(hits.slice(0, rendered.shown).map((h) => h.id))
         text = rendered.text

@@ -26,14 +26,17 @@ const CUT = ' …[truncated]'
  * controls and invisible characters are neutralised first (`visibleForModel`), so hidden text
  * (Unicode tag characters, zero-width runs) never reaches the model. `mask` exists so that
  * tests can show the guard is what keeps them out.
+ * `origin` labels a block captured at compaction with when and where it was said (`origin.ts`).
  * Returns the text ('' when there is nothing to show) and how many of the hits, from the first,
  * it shows, so that only notes the model actually saw count as accessed.
  */
-export function renderRecall(hits: readonly Hit[], budgetChars: number, mask: (text: string) => string = maskSecrets): { text: string, shown: number } {
+export function renderRecall(hits: readonly Hit[], budgetChars: number, mask: (text: string) => string = maskSecrets,
+  origin: (id: string) => string | undefined = () => undefined): { text: string, shown: number } {
   let out = RECALL_HEADER
   let shown = 0
   for (const hit of hits) {
-    const head = `\n\n[${shown + 1}] ${hit.id}${hit.exact ? ' · exact match' : ''}\n`
+    const from = origin(hit.id)
+    const head = `\n\n[${shown + 1}] ${hit.id}${hit.exact ? ' · exact match' : ''}${from === undefined ? '' : ` · ${from}`}\n`
     // Invisible characters go first, so a credential split by a zero-width space is whole when masked.
     const text = mask(visibleForModel(hit.text))
     const body = quote(text)
@@ -60,7 +63,7 @@ function cutQuoted(body: string, max: number): string {
 }
 
 /** Every line prefixed with "> ", split at every kind of line break (`LINE_BREAK`), so none can begin an unquoted line. */
-function quote(text: string): string {
+export function quote(text: string): string {
   return text.split(LINE_BREAK).map((line) => `> ${line}`).join('\n')
 }
 

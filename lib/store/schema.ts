@@ -96,6 +96,37 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   INSERT INTO memberships (block_rowid, scope, created_at) SELECT rowid, 'global', created_at FROM blocks;
   `,
+  // Layers (docs/layers.md): every block has one holder layer, `stable` (notes, facts) or `cold`
+  // (turns captured when compaction took them out of the context window), and a cooling state.
+  // `block_origins` says where a captured block came from (session, event seq, original time,
+  // role); `kernel_runs` logs background jobs and holds the lease that keeps two processes from
+  // running the same job at once.
+  `
+  ALTER TABLE blocks ADD COLUMN layer TEXT NOT NULL DEFAULT 'stable';
+  ALTER TABLE blocks ADD COLUMN cool_state TEXT NOT NULL DEFAULT '';
+  ALTER TABLE blocks ADD COLUMN cool_attempts INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE blocks ADD COLUMN cool_next_at INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX blocks_cold_idle ON blocks(coalesce(last_access_at, created_at)) WHERE layer = 'cold';
+  CREATE TABLE block_origins (
+    block_id      TEXT    NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+    session_id    TEXT    NOT NULL,
+    seq           INTEGER NOT NULL,
+    event_type    TEXT    NOT NULL,
+    role          TEXT    NOT NULL,
+    event_time    INTEGER NOT NULL,
+    compaction_id TEXT    NOT NULL DEFAULT '',
+    captured_at   INTEGER NOT NULL,
+    PRIMARY KEY (block_id, session_id, seq)
+  ) WITHOUT ROWID;
+  CREATE INDEX block_origins_session ON block_origins(session_id, seq);
+  CREATE TABLE kernel_runs (
+    name        TEXT    PRIMARY KEY,
+    last_run_at INTEGER NOT NULL DEFAULT 0,
+    result      TEXT    NOT NULL DEFAULT '',
+    holder      TEXT    NOT NULL DEFAULT '',
+    lease_until INTEGER NOT NULL DEFAULT 0
+  );
+  `,
 ]
 
 /** The schema version this code writes and reads. */

@@ -12,6 +12,7 @@ import { blockId } from './block-id.ts'
 import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
+import { LayerTable } from './layers.ts'
 import { adopt, exists, mark, restore, type ChainAccess } from './supersede.ts'
 import { checkTag } from './tags.ts'
 import { checkScopeKey, GLOBAL_SCOPE } from './scope-key.ts'
@@ -92,6 +93,8 @@ export class BlockStore {
   readonly duplicates: DuplicatePolicy
   /** Block vectors and centroids (written by `lib/embed/`, after commit). */
   readonly vectors: VectorTable
+  /** Holder layers, provenance of captured blocks and the kernel run log (`lib/store/layers.ts`). */
+  readonly layers: LayerTable
   /** True when opened with `readOnly` (and the file needed no upgrade). */
   readonly readOnly: boolean
   /** Which scopes each block belongs to (`lib/store/scopes.ts`). */
@@ -153,6 +156,10 @@ export class BlockStore {
     this.busyTimeoutMs = busyTimeoutMs
     this.db = db
     this.vectors = new VectorTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
+    this.layers = new LayerTable({
+      stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(),
+      commitMany: (inputs) => this.commitMany(inputs), link: (edge) => this.link(edge),
+    })
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
   }
@@ -484,9 +491,14 @@ export class BlockStore {
     if (this.readOnly && this.createdWalFiles) removeIdleWalFiles(this.path)
   }
 
-  /** Runs `fn` in one IMMEDIATE transaction, so concurrent writers queue instead of failing mid-way. */
+  /**
+   * Runs `fn` in one IMMEDIATE transaction, so concurrent writers queue instead of failing mid-way.
+   * Called inside another transaction, `fn` joins it (the layer table commits several notes and
+   * their provenance as one write).
+   */
   transaction<T>(fn: () => T): T {
     this.assertOpen()
+    if (this.db.isTransaction) return fn()
     this.db.exec('BEGIN IMMEDIATE')
     try {
       const result = fn()
@@ -494,6 +506,7 @@ export class BlockStore {
       return result
     } catch (error) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK')
+      this.countCache = undefined // a joined commit may have counted blocks that were rolled back
       throw error
     }
   }

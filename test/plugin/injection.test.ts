@@ -172,7 +172,7 @@ t.test('inject: false mounts tool and service but never injects', async (t) => {
   h.script(reply('ok'))
   await h.turn('billing 服务的端口是多少？')
   t.equal(injected(h.adapter.requests[0]!).length, 0)
-  t.same(h.adapter.requests[0]!.tools?.map((x) => x.name), ['stablemem_commit'])
+  t.same(h.adapter.requests[0]!.tools?.map((x) => x.name), ['stablemem_commit', 'stablemem_recall'])
 })
 
 t.test('the injected message respects injectBudgetChars', async (t) => {

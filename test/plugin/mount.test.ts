@@ -102,7 +102,7 @@ async function twoInstances(t: Test, mod: typeof plugin = plugin) {
 t.test('two instances on two files with two tool names work side by side without colliding', async (t) => {
   const { fa, fb, adapter, a, b, pa, pb } = await twoInstances(t)
   t.same([fa.state, fb.state], [ACTIVE, ACTIVE])
-  t.same(adapter.requests[0]!.tools?.map((x) => x.name), ['mem_a', 'mem_b'])
+  t.same(adapter.requests[0]!.tools?.map((x) => x.name), ['mem_a', 'mem_a_recall', 'mem_b', 'mem_b_recall'])
   t.same(a, ['only in A 1111'], "A's file holds only A's note")
   t.same(b, ['only in B 4242'], "B's file holds only B's note")
   t.not(contextName(pa, 'mem_a'), contextName(pb, 'mem_b'), 'context names differ')

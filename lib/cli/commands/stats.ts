@@ -18,7 +18,7 @@ export const command: Command = {
   positionals: { min: 0, max: 0 },
   async run({ db, dbGiven, values, io }) {
     const byScope = values['by-scope'] === true
-    const stats = await withStore(openExisting(db, dbGiven), (store) => byScope ? { ...store.stats(), byScope: store.scopes.counts() } : store.stats())
+    const stats = await withStore(openExisting(db, dbGiven), (store) => ({ ...store.stats(), ...(byScope ? { byScope: store.scopes.counts() } : {}), layers: store.layers.stats(), cooling: store.layers.lastRun('cooling') ?? null }))
     if (values.json === true) {
       println(io.stdout, jsonForDisplay(stats))
       return 0
@@ -29,7 +29,9 @@ export const command: Command = {
     println(io.stdout, `file size:      ${formatBytes(stats.fileBytes)}`)
     println(io.stdout, `schema version: ${stats.schemaVersion}`)
     println(io.stdout, `last write:     ${stats.lastWriteAt === null ? 'never' : new Date(stats.lastWriteAt).toISOString()}`)
-    if ('byScope' in stats) {
+    println(io.stdout, `layers:         ${stats.layers.stable} stable, ${stats.layers.cold} cold (${stats.layers.captured} captured at compaction, ${stats.layers.undistilled} waiting for another try)`)
+    println(io.stdout, `last cooling:   ${stats.cooling === null ? 'never' : `${new Date(stats.cooling.lastRunAt).toISOString()} ${stats.cooling.result}`}`)
+    if (stats.byScope !== undefined) {
       println(io.stdout, 'notes by scope:')
       for (const { scope, notes } of stats.byScope) println(io.stdout, `  ${String(notes).padStart(8)}  ${show(describeScope(scope))}`)
     }

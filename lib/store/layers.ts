@@ -1,0 +1,263 @@
+import type { StatementSync } from 'node:sqlite'
+import { StableMemError } from '../errors.ts'
+import type { CommitInput, CommitResult } from './types.ts'
+
+/** A block's holder layer: `stable` (notes and distilled facts, L3) or `cold` (captured turns, L2). */
+export type Layer = 'stable' | 'cold'
+
+/** Where a captured block came from: one event of one dsh session. */
+export interface Origin {
+  sessionId: string
+  seq: number
+  /** `user/message`, `assistant/message` or `tool/result`. */
+  eventType: string
+  /** `user`, `assistant` or `tool`. */
+  role: string
+  /** The event's own time (ms since the epoch), not the capture time. */
+  eventTime: number
+  /** The compaction that took the event out of the context window ('' for a prune). */
+  compactionId: string
+}
+
+/** One piece of text to capture into the cold layer, with its origin. */
+export interface CapturePiece {
+  text: string
+  origin: Origin
+}
+
+/** What one capture wrote. */
+export interface CaptureResult {
+  /** New cold blocks. */
+  created: number
+  /** Their ids (for the background vector writer). */
+  ids: string[]
+  /** Pieces whose text was already stored (the block keeps its layer; only an origin row is added). */
+  existing: number
+  /** New origin rows (0 when the same region is captured again). */
+  origins: number
+  /** Pieces the store refused (the secrets policy `refuse`, a bad character …), with the reason. */
+  refused: Array<{ seq: number, reason: string }>
+}
+
+/** A cold block the cooling rule selects. */
+export interface ColdCandidate {
+  id: string
+  text: string
+  accessCount: number
+  idleSince: number
+  attempts: number
+}
+
+/** One fact a distiller produced, as text `subject|dimension=value`. */
+export interface FactInput {
+  text: string
+}
+
+/** What cooling one block changed; `delta` is the number of rows actually written. */
+export interface CoolOutcome {
+  id: string
+  /** `cooled`: facts written, the block moved to `stable`; `kept`: nothing written, retried later; `skipped`: no longer cold (another process cooled it). */
+  result: 'cooled' | 'kept' | 'skipped'
+  /** New blocks plus new edges, as SQLite reported them. */
+  delta: number
+  facts: string[]
+}
+
+/** Counts per layer, for `stats` and `doctor`. */
+export interface LayerStats {
+  stable: number
+  cold: number
+  /** Blocks with provenance rows (captured at compaction). */
+  captured: number
+  /** Cold blocks that yielded no fact at least once and wait for a retry. */
+  undistilled: number
+}
+
+/** What `BlockStore` lends the layer table: statements, transactions, the clock and its commit path. */
+export interface LayerTableHost {
+  stmt(key: string, sql: string): StatementSync
+  transaction<T>(fn: () => T): T
+  now(): number
+  commitMany(inputs: readonly CommitInput[]): CommitResult[]
+  link(edge: { sourceKind: string, sourceId: string, targetKind: string, targetId: string, type: string }): { created: boolean }
+}
+
+/** The edge from a distilled fact to the block it came from. */
+export const DERIVED_FROM = 'derived_from'
+
+/**
+ * The layer columns, the provenance table and the kernel run log (schema migration "layers").
+ * Writes go through the store's own commit path, so captured text gets the same secrets policy,
+ * content ids and dedupe as a note; everything here runs inside the store's transactions.
+ */
+export class LayerTable {
+  private readonly host: LayerTableHost
+  constructor(host: LayerTableHost) {
+    this.host = host
+  }
+
+  /**
+   * Stores captured pieces as cold blocks in one transaction. A piece whose text is already a
+   * block keeps that block (and its layer) and only gains an origin row; an origin already
+   * recorded is not recorded again, so capturing the same region twice writes nothing. A piece
+   * the store refuses is reported and skipped; the others are kept.
+   */
+  capture(pieces: readonly CapturePiece[], source: (piece: CapturePiece) => string): CaptureResult {
+    const out: CaptureResult = { created: 0, ids: [], existing: 0, origins: 0, refused: [] }
+    if (pieces.length === 0) return out
+    const now = this.host.now()
+    const mark = this.host.stmt('layers.markCold', "UPDATE blocks SET layer = 'cold', source = ? WHERE id = ?")
+    const origin = this.host.stmt('layers.origin', `INSERT INTO block_origins (block_id, session_id, seq, event_type, role, event_time, compaction_id, captured_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
+    this.host.transaction(() => {
+      const batch = this.commitEach(pieces.map((piece) => ({ text: piece.text })), (i, reason) => out.refused.push({ seq: pieces[i]!.origin.seq, reason }))
+      for (const [i, piece] of pieces.entries()) {
+        const result = batch[i]
+        if (result === undefined) continue
+        if (result.created) {
+          mark.run(source(piece), result.id)
+          out.created++
+          out.ids.push(result.id)
+        } else {
+          out.existing++
+        }
+        const o = piece.origin
+        const added = origin.run(result.id, o.sessionId, o.seq, o.eventType, o.role, o.eventTime, o.compactionId, now)
+        out.origins += Number(added.changes)
+      }
+    })
+    return out
+  }
+
+  /**
+   * Commits inputs through the store's commit path: one batch when every input is acceptable
+   * (the usual case), one by one otherwise, so a refused input (a credential under `secrets:
+   * refuse`) costs only itself; its result is undefined and `refused` hears why.
+   */
+  private commitEach(inputs: readonly CommitInput[], refused: (index: number, reason: string) => void = () => {}): Array<CommitResult | undefined> {
+    if (inputs.length === 0) return []
+    try {
+      return this.host.commitMany(inputs)
+    } catch (error) {
+      if (!(error instanceof StableMemError)) throw error
+    }
+    return inputs.map((input, i) => {
+      try {
+        return this.host.commitMany([input])[0]!
+      } catch (error) {
+        if (!(error instanceof StableMemError)) throw error
+        refused(i, error.message)
+        return undefined
+      }
+    })
+  }
+
+  /** The earliest origin of each of these blocks that has one (one statement for the whole list). */
+  firstOrigins(ids: readonly string[]): Map<string, Origin> {
+    const out = new Map<string, Origin>()
+    if (ids.length === 0) return out
+    const rows = this.host.stmt('layers.origins', `SELECT block_id, session_id, seq, event_type, role, event_time, compaction_id FROM block_origins
+      WHERE block_id IN (SELECT value FROM json_each(?)) ORDER BY event_time, seq`).all(JSON.stringify(ids))
+    for (const r of rows) {
+      const id = String(r.block_id)
+      if (out.has(id)) continue
+      out.set(id, {
+        sessionId: String(r.session_id), seq: Number(r.seq), eventType: String(r.event_type), role: String(r.role),
+        eventTime: Number(r.event_time), compactionId: String(r.compaction_id),
+      })
+    }
+    return out
+  }
+
+  /** Which of these blocks were captured from `sessionId`. */
+  fromSession(ids: readonly string[], sessionId: string): Set<string> {
+    if (ids.length === 0) return new Set()
+    const rows = this.host.stmt('layers.fromSession', `SELECT DISTINCT block_id FROM block_origins
+      WHERE session_id = ? AND block_id IN (SELECT value FROM json_each(?))`).all(sessionId, JSON.stringify(ids))
+    return new Set(rows.map((r) => String(r.block_id)))
+  }
+
+  /** The holder layer of a block, or undefined when there is no such block. */
+  layerOf(id: string): Layer | undefined {
+    const row = this.host.stmt('layers.layerOf', 'SELECT layer FROM blocks WHERE id = ?').get(id) as { layer: string } | undefined
+    return row === undefined ? undefined : row.layer as Layer
+  }
+
+  /** Counts per layer. */
+  stats(): LayerStats {
+    const row = this.host.stmt('layers.stats', `SELECT
+      (SELECT count(*) FROM blocks WHERE layer = 'stable') AS stable,
+      (SELECT count(*) FROM blocks WHERE layer = 'cold') AS cold,
+      (SELECT count(DISTINCT block_id) FROM block_origins) AS captured,
+      (SELECT count(*) FROM blocks WHERE layer = 'cold' AND cool_attempts > 0) AS undistilled`).get() as Record<string, number>
+    return { stable: Number(row.stable), cold: Number(row.cold), captured: Number(row.captured), undistilled: Number(row.undistilled) }
+  }
+
+  /**
+   * Cold blocks the cooling rule selects at `now`: accessed at most `maxAccess` times, idle (last
+   * access, else creation) before `now - idleMs`, and not waiting for a retry; the longest idle
+   * first, at most `limit`. Served by the partial index on cold blocks, so the cost is the
+   * number of cold blocks idle long enough, never the size of the store.
+   */
+  coldCandidates(now: number, idleMs: number, maxAccess: number, limit: number): ColdCandidate[] {
+    const rows = this.host.stmt('layers.candidates', `SELECT id, text, access_count, coalesce(last_access_at, created_at) AS idle, cool_attempts FROM blocks
+      WHERE layer = 'cold' AND coalesce(last_access_at, created_at) < ? AND access_count <= ? AND cool_next_at <= ? AND superseded_by IS NULL
+      ORDER BY coalesce(last_access_at, created_at) LIMIT ?`).all(now - idleMs, maxAccess, now, limit)
+    return rows.map((r) => ({ id: String(r.id), text: String(r.text), accessCount: Number(r.access_count), idleSince: Number(r.idle), attempts: Number(r.cool_attempts) }))
+  }
+
+  /**
+   * Cools one block in one transaction: checks it is still cold (another process may have cooled
+   * it since it was selected), writes the facts as stable blocks with a `derived_from` edge to
+   * it, and counts the rows SQLite actually wrote. Only a positive count moves the block to
+   * `stable` (same id, nothing deleted); otherwise it stays cold with one more attempt and waits
+   * `retryMs` before it is selected again.
+   */
+  cool(id: string, facts: readonly FactInput[], now: number, retryMs: number): CoolOutcome {
+    return this.host.transaction(() => {
+      if (this.layerOf(id) !== 'cold') return { id, result: 'skipped', delta: 0, facts: [] }
+      let delta = 0
+      const written: string[] = []
+      for (const result of this.commitEach(facts.map((fact) => ({ text: fact.text, source: 'distill', semanticType: 'fact' })))) {
+        if (result === undefined) continue // refused by the store (e.g. a credential under `secrets: refuse`)
+        if (result.id === id) continue // a fact identical to its source would be a self-loop
+        if (result.created) delta++
+        if (this.host.link({ sourceKind: 'block', sourceId: result.id, targetKind: 'block', targetId: id, type: DERIVED_FROM }).created) delta++
+        written.push(result.id)
+      }
+      if (delta > 0) {
+        this.host.stmt('layers.promote', "UPDATE blocks SET layer = 'stable', cool_state = 'distilled', cool_next_at = 0 WHERE id = ?").run(id)
+        return { id, result: 'cooled', delta, facts: written }
+      }
+      this.host.stmt('layers.retry', "UPDATE blocks SET cool_state = 'undistilled', cool_attempts = cool_attempts + 1, cool_next_at = ? WHERE id = ?").run(now + retryMs, id)
+      return { id, result: 'kept', delta: 0, facts: [] }
+    })
+  }
+
+  /**
+   * Takes the lease on a background job for `ttlMs` unless another holder's lease is still
+   * running; true if this holder has it now. Two processes on one store therefore never run the
+   * same job at the same time (and `cool` re-checks each block besides).
+   */
+  acquire(name: string, holder: string, ttlMs: number): boolean {
+    return this.host.transaction(() => {
+      const now = this.host.now()
+      this.host.stmt('layers.runInit', 'INSERT INTO kernel_runs (name) VALUES (?) ON CONFLICT DO NOTHING').run(name)
+      const taken = this.host.stmt('layers.lease', `UPDATE kernel_runs SET holder = ?, lease_until = ?
+        WHERE name = ? AND (holder = ? OR holder = '' OR lease_until < ?)`).run(holder, now + ttlMs, name, holder, now)
+      return Number(taken.changes) === 1
+    })
+  }
+
+  /** Ends a run: records its time and result and releases the lease (only the holder's own). */
+  release(name: string, holder: string, result: string): void {
+    this.host.stmt('layers.release', `UPDATE kernel_runs SET last_run_at = ?, result = ?, holder = '', lease_until = 0
+      WHERE name = ? AND holder = ?`).run(this.host.now(), result, name, holder)
+  }
+
+  /** The last recorded run of a job, if any. */
+  lastRun(name: string): { lastRunAt: number, result: string } | undefined {
+    const row = this.host.stmt('layers.lastRun', 'SELECT last_run_at, result FROM kernel_runs WHERE name = ?').get(name) as { last_run_at: number, result: string } | undefined
+    return row === undefined || Number(row.last_run_at) === 0 ? undefined : { lastRunAt: Number(row.last_run_at), result: String(row.result) }
+  }
+}
