@@ -11,8 +11,7 @@ export interface Heartbeat {
 
 /**
  * The host plane's background timer: every `layers.heartbeatMinutes` it runs one cooling tick
- * (bounded by `layers.coolBatch`). It uses the cordis timer service when the composition has one
- * (dsh-base does) and a disposable, unref'd interval otherwise, so it never keeps the process
+ * (bounded by `layers.coolBatch`), on a disposable, unref'd interval, so it never keeps the process
  * alive and is gone with the fiber: a tick that fires after dispose does nothing. Single-flight:
  * a tick still running when the next is due is not joined by a second one. Never on the per-turn
  * path; failures are logged, never thrown.
@@ -43,15 +42,13 @@ export function registerHeartbeat(ctx: Context, service: () => StableMem, config
   }
   const ms = minutes * 60_000
   const fire = () => { void beat.tick() }
-  const timed = ctx as unknown as { interval?: (callback: () => void, ms: number) => () => void }
-  if (ctx.get('timer', false) !== undefined && typeof timed.interval === 'function') {
-    timed.interval(fire, ms)
-  } else {
-    ctx.effect(() => {
-      const timer = setInterval(fire, ms)
-      timer.unref()
-      return () => clearInterval(timer)
-    }, 'stablemem.heartbeat.interval')
-  }
+  // A plain unref'd interval, not the cordis timer: the host row does not inject `timer`, and in a
+  // real dsh composition (where the timer service exists) reaching `ctx.interval` from it failed the
+  // row's setup, so the whole plugin never mounted (found by the headless e2e).
+  ctx.effect(() => {
+    const timer = setInterval(fire, ms)
+    timer.unref()
+    return () => clearInterval(timer)
+  }, 'stablemem.heartbeat.interval')
   return beat
 }
