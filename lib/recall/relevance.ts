@@ -40,6 +40,8 @@ interface Part {
   kind: 'word' | 'bigram' | 'exact'
   term: string
   mass: number
+  /** An exact symbol's spellings (`symbolVariants`), computed once per query. */
+  variants?: string[]
 }
 
 /** The query's specific parts and their total mass, with what `relevance()` needs to read notes against it. */
@@ -72,7 +74,9 @@ function idf(n: number, df: number): number {
 
 /** A CJK bigram that says nothing by itself: a function word, or (when absent from the store) one holding a particle. */
 function artefact(gram: string, absent: boolean): boolean {
-  return CJK_FUNCTION_WORDS.has(gram) || (absent && Array.from(gram).some((c) => CJK_PARTICLES.has(c)))
+  if (CJK_FUNCTION_WORDS.has(gram)) return true
+  if (absent) for (const c of gram) if (CJK_PARTICLES.has(c)) return true
+  return false
 }
 
 /** The weighted parts of an analysed query against this store (see the module comment for which bigrams count). */
@@ -89,8 +93,9 @@ function partsIn(store: BlockStore, analysis: QueryAnalysis): Part[] {
     parts.push({ kind: 'bigram', term: gram, mass: (analysis.weights.get(gram) ?? 1) * idf(n, df) })
   }
   for (const symbol of analysis.exact) {
-    const df = Math.max(...symbolVariants(symbol).map((v) => store.matchCount(matchPhrase(v))))
-    parts.push({ kind: 'exact', term: symbol, mass: idf(n, df) })
+    const variants = symbolVariants(symbol)
+    const df = Math.max(...variants.map((v) => store.matchCount(matchPhrase(v))))
+    parts.push({ kind: 'exact', term: symbol, mass: idf(n, df), variants })
   }
   return parts
 }
@@ -102,8 +107,9 @@ function partsIn(store: BlockStore, analysis: QueryAnalysis): Part[] {
  */
 export function queryContent(store: BlockStore, analysis: QueryAnalysis, text: string): QueryContent {
   const parts = partsIn(store, analysis)
-  const lower = queryTurns(text).map((turn) => turn.text).join('\n').toLowerCase()
-  const names = namesIn(text)
+  const turns = queryTurns(text).map((turn) => turn.text)
+  const lower = turns.join('\n').toLowerCase()
+  const names = namesOf(turns)
   const unknownNames = names.some((name) => store.matchCount(matchPhrase(name)) > 0) ? [] : names
   return { parts, total: parts.reduce((sum, p) => sum + p.mass, 0), lower, bigrams: new Set(analysis.cjkBigrams), unknownNames }
 }
@@ -112,7 +118,7 @@ export function queryContent(store: BlockStore, analysis: QueryAnalysis, text: s
 function holds(lowerText: string, part: Part): boolean {
   return part.kind === 'word' ? containsWordStem(lowerText, part.term)
     : part.kind === 'bigram' ? lowerText.includes(part.term)
-      : symbolVariants(part.term).some((v) => containsWhole(lowerText, v))
+      : (part.variants ?? [part.term]).some((v) => containsWhole(lowerText, v))
 }
 
 /** The share (0…1) of the query's specific mass that a note (lower-cased) holds. */
@@ -181,8 +187,13 @@ const SENTENCE_END = /[.!?。！？:：;；]$/
  * Scripts without capitals (Chinese) name nothing here; their names are bigrams on the query side.
  */
 export function namesIn(text: string): string[] {
+  return namesOf(queryTurns(text).map((turn) => turn.text))
+}
+
+/** `namesIn` over a query already split into turns (their labels removed). */
+function namesOf(turns: readonly string[]): string[] {
   const names = new Set<string>()
-  for (const { text: turn } of queryTurns(text)) {
+  for (const turn of turns) {
     for (const match of turn.matchAll(LATIN_WORD)) {
       const word = match[0].replace(/['’]s$/, '').replace(/['’]+$/, '')
       if (!/^[A-Z]/.test(word) || word.length < 3) continue
