@@ -1,7 +1,8 @@
 /**
  * The absolute relevance signal on hand-made stores, and the injection gate that reads it.
  * Values are pinned to three decimals: relevance is deterministic (store counts and string
- * matches only), so a change here is a change of the signal.
+ * matches only), so a change here is a change of the signal. Mutation checks: without the rule
+ * on names the store has never seen, and without the note side, the cases they exist for fail.
  */
 import t from 'tap'
 import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, gateHits, type GateOptions } from '../../lib/recall/gate.ts'
@@ -10,6 +11,7 @@ import { namesIn, queryContent, queryRelevance, relevanceSides } from '../../lib
 import { analyzeQuery } from '../../lib/recall/symbols.ts'
 import type { Hit } from '../../lib/recall/types.ts'
 import { BlockStore } from '../../lib/store/store.ts'
+import { mutant } from '../helpers/mutant.ts'
 
 function storeOf(texts: readonly string[]): BlockStore {
   const store = new BlockStore(':memory:')
@@ -132,4 +134,30 @@ t.test('the gate: the turn opens on its best note, falloff, nothing passes, pins
     'a note minScore removes does not open the turn for the others')
   t.same(gateHits([hit('a', 0.9), hit('b', 0.9), hit('c', 0.9)], { ...options, topK: 2 }).map((h) => h.id), ['a', 'b'])
   t.same(gateHits([hit('a', 0.01), hit('b', 0)], { ...options, minRelevance: 0, falloff: 0 }).map((h) => h.id), ['a', 'b'], '0 and 0: the gate is off')
+})
+
+t.test('mutations: without the name rule the question about someone else injects; without the note side the chat gets nothing', async (t) => {
+  const names = mutant({ file: 'recall/relevance.ts', from: '> 0) ? [] : names', to: '> 0) ? [] : []' })
+  t.teardown(() => names.remove())
+  const store = storeOf([
+    'Jon: The dance studio finally opened, the first class was full.',
+    'Gina: How is the studio doing? Are the classes full?',
+    'Jon: The studio needs a new floor before the winter.',
+    'Gina: I ordered new shelves for the store.',
+  ])
+  t.teardown(() => store.close())
+  const question = 'What did Caroline say about the studio?'
+  t.same(gateHits(recallBlocks(store, question, { topK: 3 }), GATE), [], 'the real signal: nothing')
+  const withoutNames = await names.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  t.ok(gateHits(withoutNames.recallBlocks(store, question, { topK: 3 }), GATE).length > 0, 'the mutant injects notes about someone else')
+
+  const noteSide = mutant({ file: 'recall/relevance.ts', from: 'Math.max(sides.query, NOTE_SIDE_WEIGHT * sides.note)', to: 'sides.query' })
+  t.teardown(() => noteSide.remove())
+  const memories = storeOf(['小明在海边放风筝，感到非常开心。', '小明的数学考试得了满分，感到非常骄傲。', '小明和朋友吵架了，感到很难过。', '小明周末去爷爷家摘苹果。'])
+  t.teardown(() => memories.close())
+  const chat = '小明: 你知道吗？我今天去海边了！\n助手: 真好，海边玩了什么？\n小明: 我放了风筝，风特别大，风筝飞得好高！\n' +
+    '助手: 听起来真开心！\n小明: 可惜后来下雨了，我们只好回家，不过还是很开心。'
+  t.same(gateHits(recallBlocks(memories, chat, { topK: 5 }), GATE).map((h) => h.text)[0], '小明在海边放风筝，感到非常开心。', 'the real signal: the kite memory')
+  const withoutNote = await noteSide.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  t.same(gateHits(withoutNote.recallBlocks(memories, chat, { topK: 5 }), GATE), [], 'the query side alone leaves the chat without notes')
 })
