@@ -2,7 +2,7 @@ import type { BlockStore } from '../store/store.ts'
 import { matchPhrase } from './fts-query.ts'
 import { scrubQuery } from '../text/normalize.ts'
 import { CJK_FUNCTION_WORDS, CJK_PARTICLES, ENGLISH_STOPWORDS } from './stopwords.ts'
-import { analyzeQuery, containsWhole, containsWordStem, noteTerms, queryTurns, symbolVariants, type QueryAnalysis } from './symbols.ts'
+import { analyzeQuery, containsWhole, containsWordStem, MAX_QUERY_CHARS, noteTerms, queryTurns, symbolVariants, type QueryAnalysis } from './symbols.ts'
 
 /**
  * Absolute relevance: how much a note and the query have specifically in common. Recall's score
@@ -107,7 +107,8 @@ function partsIn(store: BlockStore, analysis: QueryAnalysis): Part[] {
  */
 export function queryContent(store: BlockStore, analysis: QueryAnalysis, text: string): QueryContent {
   const parts = partsIn(store, analysis)
-  const turns = queryTurns(text).map((turn) => turn.text)
+  // The same bound as the analysis: a 1 MB query costs no more than a long message.
+  const turns = queryTurns(text.length > MAX_QUERY_CHARS ? text.slice(-MAX_QUERY_CHARS) : text).map((turn) => turn.text)
   const lower = turns.join('\n').toLowerCase()
   const names = namesOf(turns)
   const unknownNames = names.some((name) => store.matchCount(matchPhrase(name)) > 0) ? [] : names
@@ -178,7 +179,9 @@ export function queryRelevance(store: BlockStore, query: string): (text: string)
 /** A Latin word as written, with an apostrophe inside (possessive, contraction). */
 const LATIN_WORD = /[A-Za-z][A-Za-z'’]*/g
 /** What ends a sentence, so that the capital of the next word is grammar, not a name. */
-const SENTENCE_END = /[.!?。！？:：;；]$/
+const SENTENCE_END = /[.!?。！？:：;；]/
+/** Space and opening quotes or brackets, skipped when looking for what precedes a word. */
+const OPENING = /[\s"“'‘(（[「]/u
 
 /**
  * The names a query mentions, lower-cased: capitalised Latin words of 3+ letters that do not open
@@ -197,8 +200,9 @@ function namesOf(turns: readonly string[]): string[] {
     for (const match of turn.matchAll(LATIN_WORD)) {
       const word = match[0].replace(/['’]s$/, '').replace(/['’]+$/, '')
       if (!/^[A-Z]/.test(word) || word.length < 3) continue
-      const before = turn.slice(0, match.index).replace(/[\s"“'‘(（[「]+$/u, '')
-      const opensSentence = before === '' || SENTENCE_END.test(before)
+      let at = match.index - 1 // the last character before the word that is not space or an opening quote
+      while (at >= 0 && OPENING.test(turn[at]!)) at--
+      const opensSentence = at < 0 || SENTENCE_END.test(turn[at]!)
       if (opensSentence && !/^[A-Z]+$/.test(word)) continue
       const lower = word.toLowerCase()
       if (!ENGLISH_STOPWORDS.has(lower) && !lower.includes("'") && !lower.includes('’')) names.add(lower)
