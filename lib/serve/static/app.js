@@ -219,9 +219,9 @@ async function browseView(params) {
     if (!(await confirmDialog(t('forgetConfirmTitle'), t('forgetConfirm', { n: ids.length }), t('forgetDo')))) return
     try {
       const result = await change('/api/forget', { ids })
-      status.replaceChildren(h('p', { class: 'notice', id: 'forget-done' }, t('forgotten', { n: result.deleted.length })))
       selected.clear()
       await load(undefined, true)
+      status.replaceChildren(h('p', { class: 'notice', id: 'forget-done' }, t('forgotten', { n: result.deleted.length })))
     } catch (error) {
       status.replaceChildren(errorBox(error))
     }
@@ -380,11 +380,14 @@ function chart(days) {
   svg.setAttribute('class', 'chart')
   svg.setAttribute('role', 'img')
   const max = Math.max(1, ...days.map((d) => d.notes))
-  const step = width / Math.max(1, days.length)
+  // At least 30 slots, newest day at the right edge, so a young store does not get one wall-wide bar.
+  const slots = Math.max(30, days.length)
+  const step = width / slots
+  const offset = slots - days.length
   days.forEach((d, i) => {
     const bar = document.createElementNS(ns, 'rect')
     const barHeight = Math.max(1, (d.notes / max) * height)
-    bar.setAttribute('x', String(i * step + step * 0.1))
+    bar.setAttribute('x', String((offset + i) * step + step * 0.1))
     bar.setAttribute('y', String(height - barHeight))
     bar.setAttribute('width', String(step * 0.8))
     bar.setAttribute('height', String(barHeight))
@@ -393,14 +396,18 @@ function chart(days) {
     bar.append(title)
     svg.append(bar)
   })
-  for (const [i, d] of [[0, days[0]], [days.length - 1, days[days.length - 1]]]) {
-    if (!d) continue
-    const label = document.createElementNS(ns, 'text')
-    label.setAttribute('x', String(i === 0 ? 0 : width))
-    label.setAttribute('y', String(height + 16))
-    label.setAttribute('text-anchor', i === 0 ? 'start' : 'end')
-    label.textContent = d.day
-    svg.append(label)
+  const label = (x, y, anchor, text) => {
+    const el = document.createElementNS(ns, 'text')
+    el.setAttribute('x', String(x))
+    el.setAttribute('y', String(y))
+    el.setAttribute('text-anchor', anchor)
+    el.textContent = text
+    svg.append(el)
+  }
+  if (days.length > 0) {
+    if (days.length > 1) label(offset * step, height + 16, 'start', days[0].day)
+    label(width, height + 16, 'end', days[days.length - 1].day)
+    label(0, 12, 'start', `max ${max}`)
   }
   return svg
 }
@@ -447,7 +454,8 @@ async function route() {
   if (mine !== generation) return // a newer navigation replaced this one
   view.replaceChildren(...[content].flat())
   view.dataset.ready = name
-  document.body.dataset.route = path || 'search'
+  // Which location this content belongs to (tests wait on it; a hash change alone re-renders).
+  document.body.dataset.rendered = location.hash
 }
 
 try {
