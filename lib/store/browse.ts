@@ -12,6 +12,8 @@ import type { Block } from './types.ts'
 /** What `BlockStore` lends the browse table: its cached statements. */
 export interface BrowseHost {
   stmt(key: string, sql: string): StatementSync
+  /** The store's cached block count. */
+  count(): number
 }
 
 /** Filters of one page; several narrow together (AND). */
@@ -51,12 +53,6 @@ export const COUNT_CAP = 10_000
 /** Columns of a listed row; `rowFrom` reads them by name. */
 const ROW_COLUMNS = 'b.rowid AS rid, b.id, b.text, b.source, b.scene, b.semantic_type, b.created_at, b.updated_at, b.access_count, b.last_access_at, b.superseded_by, b.layer'
 
-/** The page's SQL for one filter: every condition is always present and switched off by a NULL parameter, so one statement serves all filters. */
-const WHERE = `(?1 IS NULL OR b.scene = ?1) AND (?2 IS NULL OR b.source = ?2) AND (?3 IS NULL OR b.layer = ?3)
-  AND (?4 IS NULL OR EXISTS (SELECT 1 FROM memberships m WHERE m.block_rowid = b.rowid AND m.scope = ?4))
-  AND (?5 = 'all' OR (?5 = 'current' AND b.superseded_by IS NULL) OR (?5 = 'superseded' AND b.superseded_by IS NOT NULL))
-  AND (?6 IS NULL OR b.created_at >= ?6) AND (?7 IS NULL OR b.created_at < ?7)`
-
 /** The browse queries over one store connection. */
 export class BrowseTable {
   private readonly host: BrowseHost
@@ -71,14 +67,16 @@ export class BrowseTable {
   page(filter: BrowseFilter, limit: number, before?: number): BrowsePage {
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new StableMemError('invalid_input', `limit must be a whole number from 1 to ${MAX_PAGE}`)
     if (before !== undefined && !Number.isSafeInteger(before)) throw new StableMemError('invalid_input', 'cursor must be a whole number')
-    const params = bind(filter)
-    const rows = this.host.stmt('browse.page', `SELECT ${ROW_COLUMNS} FROM blocks b WHERE ${WHERE} AND (?8 IS NULL OR b.rowid < ?8)
-      ORDER BY b.rowid DESC LIMIT ?9`).all(...params, before ?? null, limit + 1)
+    const { key, sql, params } = where(filter)
+    const cursor = before === undefined ? '' : ' AND b.rowid < ?'
+    const rows = this.host.stmt(`browse.page.${key}${cursor === '' ? '' : '.c'}`, `SELECT ${ROW_COLUMNS} FROM blocks b WHERE ${sql}${cursor}
+      ORDER BY b.rowid DESC LIMIT ?`).all(...params, ...(before === undefined ? [] : [before]), limit + 1)
     const more = rows.length > limit
     const notes = rows.slice(0, limit).map(rowFrom)
-    const counted = Number((this.host.stmt('browse.count', `SELECT count(*) AS n FROM (SELECT 1 FROM blocks b WHERE ${WHERE} LIMIT ?8)`)
+    // Unfiltered, the store's cached count; filtered, matches are counted up to the cap.
+    const counted = key === '' ? this.host.count() : Number((this.host.stmt(`browse.count.${key}`, `SELECT count(*) AS n FROM (SELECT 1 FROM blocks b WHERE ${sql} LIMIT ?)`)
       .get(...params, COUNT_CAP + 1) as { n: number }).n)
-    const page: BrowsePage = { notes, total: Math.min(counted, COUNT_CAP), capped: counted > COUNT_CAP }
+    const page: BrowsePage = { notes, total: key === '' ? counted : Math.min(counted, COUNT_CAP), capped: key !== '' && counted > COUNT_CAP }
     if (more) page.next = Number(rows[limit - 1]!.rid)
     return page
   }
@@ -161,14 +159,31 @@ export class BrowseTable {
 /** Steps of a supersede chain shown on a note page. */
 const MAX_CHAIN_SHOWN = 50
 
-function bind(filter: BrowseFilter): Array<string | number | null> {
+/**
+ * The WHERE clause of a filter, with only the conditions it sets, so SQLite can use the store's
+ * partial indexes: `scene <> ''` beside a scene lets it use `blocks_scene`, `superseded_by IS NOT
+ * NULL` uses `blocks_superseded`. `key` names the combination (one cached statement each).
+ */
+function where(filter: BrowseFilter): { key: string, sql: string, params: Array<string | number> } {
   const state = filter.state ?? 'all'
   if (state !== 'all' && state !== 'current' && state !== 'superseded') throw new StableMemError('invalid_input', 'state must be all, current or superseded')
   if (filter.layer !== undefined && filter.layer !== 'stable' && filter.layer !== 'cold') throw new StableMemError('invalid_input', 'layer must be stable or cold')
   for (const [name, value] of [['since', filter.since], ['until', filter.until]] as const) {
     if (value !== undefined && !Number.isSafeInteger(value)) throw new StableMemError('invalid_input', `${name} must be a time in ms since the epoch`)
   }
-  return [filter.scene ?? null, filter.source ?? null, filter.layer ?? null, filter.scope ?? null, state, filter.since ?? null, filter.until ?? null]
+  const keys: string[] = []
+  const parts: string[] = []
+  const params: Array<string | number> = []
+  const add = (key: string, sql: string, ...values: Array<string | number>) => { keys.push(key); parts.push(sql); params.push(...values) }
+  if (filter.scene !== undefined) add('scene', filter.scene === '' ? "b.scene = ''" : "b.scene = ? AND b.scene <> ''", ...(filter.scene === '' ? [] : [filter.scene]))
+  if (filter.source !== undefined) add('source', 'b.source = ?', filter.source)
+  if (filter.layer !== undefined) add(`layer-${filter.layer}`, `b.layer = '${filter.layer}'`)
+  if (filter.scope !== undefined) add('scope', 'EXISTS (SELECT 1 FROM memberships m WHERE m.block_rowid = b.rowid AND m.scope = ?)', filter.scope)
+  if (state === 'current') add('current', 'b.superseded_by IS NULL')
+  if (state === 'superseded') add('superseded', 'b.superseded_by IS NOT NULL')
+  if (filter.since !== undefined) add('since', 'b.created_at >= ?', filter.since)
+  if (filter.until !== undefined) add('until', 'b.created_at < ?', filter.until)
+  return { key: keys.join('+'), sql: parts.length === 0 ? '1' : parts.join(' AND '), params }
 }
 
 function rowFrom(r: Record<string, unknown>): BrowseRow {

@@ -165,7 +165,7 @@ export class BlockStore {
     })
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
-    this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql) })
+    this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql), count: () => this.count() })
   }
 
   /** Stores one block; idempotent by content. See `commitMany`. */
