@@ -69,7 +69,10 @@ export class BrowseTable {
     if (before !== undefined && !Number.isSafeInteger(before)) throw new StableMemError('invalid_input', 'cursor must be a whole number')
     const { key, sql, params } = where(filter)
     const cursor = before === undefined ? '' : ' AND b.rowid < ?'
-    const rows = this.host.stmt(`browse.page.${key}${cursor === '' ? '' : '.c'}`, `SELECT ${ROW_COLUMNS} FROM blocks b WHERE ${sql}${cursor}
+    // Superseded notes are few: read them from their partial index and sort, rather than walk
+    // every row newest first (the plan SQLite picks to avoid the sort).
+    const from = filter.state === 'superseded' ? 'blocks b INDEXED BY blocks_superseded' : 'blocks b'
+    const rows = this.host.stmt(`browse.page.${key}${cursor === '' ? '' : '.c'}`, `SELECT ${ROW_COLUMNS} FROM ${from} WHERE ${sql}${cursor}
       ORDER BY b.rowid DESC LIMIT ?`).all(...params, ...(before === undefined ? [] : [before]), limit + 1)
     const more = rows.length > limit
     const notes = rows.slice(0, limit).map(rowFrom)
