@@ -89,7 +89,11 @@ async function search(api: ApiContext, req: ApiRequest) {
   const { store, config } = api
   const started = process.hrtime.bigint()
   const ranked = await recallBlocksHybrid(store, null, q, { topK: k, recordAccess: false, scopes })
-  const pool = await recallBlocksHybrid(store, null, q, { topK: config.topK, recordAccess: false, scopes })
+  // What the injection starts from: recall with the config's topK. Lexical recall's best topK are
+  // the first topK of a longer list (ranking and arbitration do not depend on the cut; pinned by
+  // test/serve/api.test.ts), so a list at least that long is reused instead of recalled again.
+  const pool = k >= config.topK && abstentionOf(ranked) === undefined ? ranked.slice(0, config.topK)
+    : await recallBlocksHybrid(store, null, q, { topK: config.topK, recordAccess: false, scopes })
   const abstained = abstentionOf(pool)
   let message = ''
   let injected: Hit[] = []
@@ -190,10 +194,10 @@ function edit(api: ApiContext, req: ApiRequest) {
   const old = store.get(id)
   if (old === undefined) throw new StableMemError('not_found', `no note ${id}`)
   if (old.supersededBy !== null) throw new StableMemError('invalid_input', `${id} was already replaced by ${old.supersededBy}: edit the current note`)
+  if (text.normalize('NFC').trim() === old.text) throw new StableMemError('invalid_input', 'the text is unchanged')
   const [first, ...others] = store.scopes.of(id)
   return store.transaction(() => {
     const result = store.commit({ text, source: old.source, scene: old.scene, semanticType: old.semanticType, supersedes: id, scope: first ?? GLOBAL_SCOPE })
-    if (result.id === id) throw new StableMemError('invalid_input', 'the text is unchanged')
     for (const scope of others) store.scopes.add([result.id], scope)
     return result
   })
