@@ -162,7 +162,7 @@ async function run(): Promise<void> {
     const store = new BlockStore(db, { readOnly: true })
     t.equal(store.get(old!.id)!.supersededBy, newId, 'the old note is superseded by the new one, and kept')
     store.close()
-    await page.screenshot({ path: join(SHOTS, 'note-en-laptop.png'), fullPage: true })
+    await page.screenshot({ path: join(SHOTS, 'note-edited-en-laptop.png'), fullPage: true })
     await context.close()
   })
 
@@ -231,8 +231,9 @@ async function run(): Promise<void> {
     for (const [locale, tag] of [['en-US', 'en'], ['zh-CN', 'zh']] as const) {
       for (const [width, height, size] of [[1280, 800, 'laptop'], [390, 844, 'phone']] as const) {
         const { page, context, errors } = await open(locale, width, height)
-        for (const view of ['search', 'browse', 'facts', 'scenes', 'health']) {
-          const hash = view === 'search' ? `search?${new URLSearchParams({ q: locale === 'zh-CN' ? question : 'nginx config', model: '1' })}` : view
+        for (const view of ['search', 'browse', 'note', 'facts', 'scenes', 'health']) {
+          const hash = view === 'search' ? `search?${new URLSearchParams({ q: locale === 'zh-CN' ? question : 'nginx config', model: '1' })}`
+            : view === 'note' ? `note/${billing.id}` : view
           await page.goto(`${server.url}#${hash}`)
           await rendered(page)
           await page.screenshot({ path: join(SHOTS, `${view}-${tag}-${size}.png`), fullPage: true })
