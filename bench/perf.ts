@@ -24,6 +24,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { parseArgs } from 'node:util'
 import { matchAny } from '../lib/recall/fts-query.ts'
 import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, gateHits } from '../lib/recall/gate.ts'
+import type { Hit } from '../lib/recall/types.ts'
 import { recallBlocks } from '../lib/recall/recall.ts'
 import { queryContent, relevance } from '../lib/recall/relevance.ts'
 import { analyzeQuery } from '../lib/recall/symbols.ts'
@@ -134,12 +135,18 @@ const baseline: Record<string, { p50_ms: number, p99_ms: number }> = {}
 const withoutGate: Record<string, { p50_ms: number, p99_ms: number }> = {}
 const gateOverhead: Record<string, number> = {}
 const gateWork: Record<string, number> = {}
+// CPU time (process.cpuUsage, µs resolution) beside wall time: under load it stays close to a quiet machine's.
+const gateCpu: Record<string, { recall_p50_ms: number, without_gate_p50_ms: number, overhead_p50_ms: number, work_p50_ms: number }> = {}
+const cpuMs = (since: NodeJS.CpuUsage) => { const d = process.cpuUsage(since); return (d.user + d.system) / 1000 }
 const ratios: number[] = []
 const gate = { minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, minScore: 0, topK: 5 }
 for (const kind of QUERY_KINDS) {
   const ours: number[] = []
   const ungated: number[] = []
   const work: number[] = []
+  const oursCpu: number[] = []
+  const ungatedCpu: number[] = []
+  const workCpu: number[] = []
   const raw: number[] = []
   let empty = 0
   let hitSum = 0
@@ -148,27 +155,36 @@ for (const kind of QUERY_KINDS) {
     const match = matchAny(analyzeQuery(scrubQuery(query)))
     // Ours is the injection path: recall with each hit's relevance, then the gate.
     const runOurs = () => {
+      const cpu = process.cpuUsage()
       const start = nowMs()
       const hits = recallBlocks(reader, query, { topK: 5 })
       gateHits(hits, gate)
       const ms = nowMs() - start
-      if (q >= WARMUP) { ours.push(ms); hitSum += hits.length; if (hits.length === 0) empty++ }
-      // The gate's own work, timed alone: what recall adds for it (the query's parts weighed
-      // from the counts recall just read, each returned hit's relevance) and the gate. Less
-      // exposed to the machine's load than a difference of two recalls.
-      const analysis = analyzeQuery(scrubQuery(query))
-      const before = nowMs()
-      const content = queryContent(reader, analysis)
-      gateHits(hits.map((h) => ({ ...h, relevance: relevance(content, h.text.toLowerCase()) })), gate)
-      if (q >= WARMUP) work.push(nowMs() - before)
+      if (q >= WARMUP) { ours.push(ms); oursCpu.push(cpuMs(cpu)); hitSum += hits.length; if (hits.length === 0) empty++ }
     }
     // The same recall with no relevance computed and no gate: the gate's cost is the difference
     // (the median of the per-query differences).
+    let ungatedHits: Hit[] = []
     const runUngated = () => {
+      const cpu = process.cpuUsage()
       const start = nowMs()
-      recallBlocks(reader, query, { topK: 5, relevance: false })
+      ungatedHits = recallBlocks(reader, query, { topK: 5, relevance: false })
       const ms = nowMs() - start
-      if (q >= WARMUP) ungated.push(ms)
+      if (q >= WARMUP) { ungated.push(ms); ungatedCpu.push(cpuMs(cpu)) }
+    }
+    // The gate's own work, timed alone on the hits of the recall that just ran without it: what
+    // recall adds for the gate (the query's parts weighed from the counts recall just read, both
+    // sides of each returned hit's relevance, the notes' own counts not yet read) and the gate.
+    // Less exposed to the machine's load than a difference of two recalls.
+    const runWork = () => {
+      const text = scrubQuery(query)
+      const analysis = analyzeQuery(text)
+      const cpu = process.cpuUsage()
+      const before = nowMs()
+      const content = queryContent(reader, analysis, text)
+      gateHits(ungatedHits.map((h) => ({ ...h, relevance: relevance(content, h.text) })), gate)
+      const ms = nowMs() - before
+      if (q >= WARMUP) { work.push(ms); workCpu.push(cpuMs(cpu)) }
     }
     const runRaw = () => {
       const start = nowMs()
@@ -176,18 +192,26 @@ for (const kind of QUERY_KINDS) {
       const ms = nowMs() - start
       if (q >= WARMUP) raw.push(ms)
     }
-    if (q % 2 === 0) { runOurs(); runUngated(); runRaw() } else { runRaw(); runUngated(); runOurs() }
+    // Alternating order, so that neither side always finds the other's counts cached; the gate's
+    // work alone is timed on the odd queries, before the full path has read the notes' counts.
+    if (q % 2 === 0) { runOurs(); runUngated(); runRaw() } else { runRaw(); runUngated(); runWork(); runOurs() }
   }
   recall[kind] = summary(ours)
   withoutGate[kind] = summary(ungated)
   // Paired per query (both runs of one query are adjacent), so a burst of load hits both sides.
   gateOverhead[kind] = round(percentile(ours.map((ms, i) => ms - ungated[i]!), 50), 3)
   gateWork[kind] = round(percentile(work, 50), 3)
+  gateCpu[kind] = {
+    recall_p50_ms: round(percentile(oursCpu, 50), 3),
+    without_gate_p50_ms: round(percentile(ungatedCpu, 50), 3),
+    overhead_p50_ms: round(percentile(oursCpu.map((ms, i) => ms - ungatedCpu[i]!), 50), 3),
+    work_p50_ms: round(percentile(workCpu, 50), 3),
+  }
   baseline[kind] = summary(raw)
   ratios.push(percentile(ours, 50) / percentile(raw, 50))
   log(`recall ${kind.padEnd(20)} p50 ${recall[kind].p50_ms.toFixed(3)} ms  p99 ${recall[kind].p99_ms.toFixed(3)} ms | ` +
     `raw FTS5 p50 ${baseline[kind].p50_ms.toFixed(3)} ms  p99 ${baseline[kind].p99_ms.toFixed(3)} ms | ` +
-    `ratio p50 ${(percentile(ours, 50) / percentile(raw, 50)).toFixed(2)} | gate +${gateOverhead[kind]!.toFixed(3)} ms at p50 (its own work ${gateWork[kind]!.toFixed(3)} ms) | mean hits ${(hitSum / QUERIES).toFixed(1)}, empty ${empty}`)
+    `ratio p50 ${(percentile(ours, 50) / percentile(raw, 50)).toFixed(2)} | gate +${gateOverhead[kind]!.toFixed(3)} ms at p50 (its own work ${gateWork[kind]!.toFixed(3)} ms; CPU +${gateCpu[kind]!.overhead_p50_ms.toFixed(3)} / ${gateCpu[kind]!.work_p50_ms.toFixed(3)} ms) | mean hits ${(hitSum / QUERIES).toFixed(1)}, empty ${empty}`)
 }
 reader.close()
 floor.close()
@@ -255,6 +279,7 @@ const result = {
   recall_without_gate: withoutGate,
   gate_overhead_p50_ms: gateOverhead,
   gate_work_p50_ms: gateWork,
+  gate_cpu: gateCpu,
   prestep_p50_ms: prestep.p50_ms,
   prestep_p99_ms: prestep.p99_ms,
   ...(WORKSPACES > 0 ? { scopes: { workspaces: WORKSPACES, recall: scoped, single_scope: single, ratio_p99_max: round(Math.max(...scopedRatios), 2) } } : {}),

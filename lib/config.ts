@@ -170,9 +170,9 @@ export const Config: Schema<Config> = Schema.object({
   minScore: Schema.number().min(0).max(1).default(0)
     .description('Non-exact hits scoring below this are not injected (exact-symbol hits always are). The score is relative to the best candidate, so this cannot say "nothing is relevant": use `minRelevance`.'),
   minRelevance: Schema.number().min(0).max(1).default(DEFAULT_MIN_RELEVANCE)
-    .description('The relevance gate: a non-exact note is injected only when it holds at least this share of what is specific in the message (its rare words, CJK bigrams, names and numbers, weighted by rarity). When no note passes, nothing is injected. 0 turns the gate off.'),
+    .description('The relevance gate: nothing is injected unless some non-exact note\'s relevance reaches this — the share of what is specific in the message (its rare words, CJK bigrams, names and numbers, weighted by rarity) that the note holds, or twice the share of the note\'s own terms the message mentions, whichever is larger; 0 for every note when the message names only names the store has never seen. Notes ranked with it are injected unless they fall off (`relevanceFalloff`). 0 turns the gate off.'),
   relevanceFalloff: Schema.number().min(0).max(1).default(DEFAULT_FALLOFF)
-    .description('Adaptive count: a note whose relevance is below this share of the most relevant injected note\'s is left out, so fewer than `topK` notes are injected when relevance falls off sharply. 0 keeps up to `topK`.'),
+    .description('Adaptive count: a note whose relevance is below this share of the most relevant note\'s is left out, so fewer than `topK` notes are injected when relevance falls off sharply. 0 keeps up to `topK`.'),
   maxBlockChars: Schema.natural().min(16).max(1_000_000).default(32_768)
     .description('Longest note accepted by commit, in characters; longer text is refused with an error.'),
   toolName: Schema.string().pattern(/^[a-zA-Z0-9_-]{1,64}$/).default('stablemem_commit')

@@ -71,8 +71,8 @@ interface Candidate {
  * 6. Non-pinned scores are blended with their scene's context (`scene-context.ts`).
  * 7. Sort (ties: newer first, then id, so the order never depends on SQLite's plan), then drop
  *    notes a later candidate explicitly replaces (`arbitration.ts`), then cut to topK.
- * 8. Each returned hit carries its absolute relevance: the share of the query's specific content
- *    it holds (`relevance.ts`), which the injection gate reads (`gate.ts`).
+ * 8. Each returned hit carries its absolute relevance: how much of the query's specific content
+ *    it holds, or of its own the query mentions (`relevance.ts`), which the injection gate reads (`gate.ts`).
  */
 export function recallBlocks(store: BlockStore, query: string, options: RecallOptions & RankingSwitches = {}): RecallHits {
   const topK = clampTopK(options.topK)
@@ -125,9 +125,9 @@ export function recallBlocks(store: BlockStore, query: string, options: RecallOp
   applySceneContext(scored, options.sceneContext === false ? 0 : SCENE_WEIGHT)
   scored.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   const kept = options.arbitration === false ? scored.slice(0, topK) : arbitrate(scored, topK)
-  const content = options.relevance === false || kept.length === 0 ? undefined : queryContent(store, full)
+  const content = options.relevance === false || kept.length === 0 ? undefined : queryContent(store, full, text)
   const hits = kept.map((c) => ({
-    id: c.id, text: c.text, score: c.score, exact: c.exact, relevance: content === undefined ? 1 : relevance(content, c.lower),
+    id: c.id, text: c.text, score: c.score, exact: c.exact, relevance: content === undefined ? 1 : relevance(content, c.text),
     why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical),
   }))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))

@@ -24,3 +24,10 @@ export const CJK_FUNCTION_WORDS: ReadonlySet<string> = new Set((
   '还是 或者 而且 但是 因为 所以 如果 然后 就是 不是 没有 已经 现在 之前 以前 刚才 上次 ' +
   '吗 呢 吧 啊 呀 哦 噢 欸 喂 哎 唔 嗯 的 了 和 与 或 及 等'
 ).split(/\s+/))
+
+/**
+ * Single CJK characters that glue words together (particles, the copula, prepositions, pronouns,
+ * question words). Two neighbouring characters the segmenter left alone usually form a word it
+ * does not know (舜|天, 端|口), unless one of them is one of these ("是|由", "哪|天").
+ */
+export const CJK_PARTICLES: ReadonlySet<string> = new Set(Array.from('的了和与或及等是有在也都就被把从向给让于以由之其这那个我你他她它谁哪什么怎吗呢吧啊呀哦嗯很太更最又还不没'))

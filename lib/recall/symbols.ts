@@ -54,20 +54,10 @@ export function analyzeQuery(query: string): QueryAnalysis {
   const turns = queryTurns(query.length > MAX_QUERY_CHARS ? query.slice(-MAX_QUERY_CHARS) : query)
   for (const { text, weight } of turns) {
     const count = (t: string) => counts.set(t, (counts.get(t) ?? 0) + weight)
-    for (const match of text.matchAll(CODE_TOKEN)) {
-      const token = match[0].replace(TRAILING, '').toLowerCase()
-      if (token.length < 2) continue
-      if (HAS_DIGIT.test(token) || (GLUED.test(token.slice(1)) && token.length >= 4)) {
-        exact.add(token)
-        continue
-      }
-      for (const word of token.split(/[^a-z]+/)) {
-        if (word.length >= 3 && !ENGLISH_STOPWORDS.has(word)) {
-          words.add(word)
-          count(word)
-        }
-      }
-    }
+    latinTerms(text, exact, (word) => {
+      words.add(word)
+      count(word)
+    })
     for (const run of cjkRuns(text)) {
       for (const gram of bigrams(run)) {
         grams.add(gram)
@@ -86,6 +76,39 @@ export function analyzeQuery(query: string): QueryAnalysis {
   const weights = new Map<string, number>()
   for (const [term, n] of counts) weights.set(term, transcript ? Math.min(MAX_TERM_WEIGHT, n) : 1)
   return { exact: [...exact], words: [...words], cjkWords: [...cjkWords], cjkBigrams: [...grams], weights, transcript }
+}
+
+/** The exact symbols (into `exact`) and Latin content words (to `onWord`) of one stretch of text. */
+function latinTerms(text: string, exact: Set<string>, onWord: (word: string) => void): void {
+  for (const match of text.matchAll(CODE_TOKEN)) {
+    const token = match[0].replace(TRAILING, '').toLowerCase()
+    if (token.length < 2) continue
+    if (HAS_DIGIT.test(token) || (GLUED.test(token.slice(1)) && token.length >= 4)) {
+      exact.add(token)
+      continue
+    }
+    for (const word of token.split(/[^a-z]+/)) if (word.length >= 3 && !ENGLISH_STOPWORDS.has(word)) onWord(word)
+  }
+}
+
+/** The terms of a note as the relevance signal reads them. */
+export interface NoteTerms {
+  exact: string[]
+  words: string[]
+  cjkBigrams: string[]
+}
+
+/**
+ * A note's exact symbols, Latin content words and CJK bigrams, as `analyzeQuery` finds them but
+ * without the word segmenter or turn weights: cheap enough to run on every hit of every turn.
+ */
+export function noteTerms(text: string): NoteTerms {
+  const exact = new Set<string>()
+  const words = new Set<string>()
+  latinTerms(text, exact, (word) => words.add(word))
+  const grams = new Set<string>()
+  for (const run of cjkRuns(text)) for (const gram of bigrams(run)) grams.add(gram)
+  return { exact: [...exact], words: [...words], cjkBigrams: [...grams] }
 }
 
 /** Largest weight one query term gets from repetition in a transcript (BM25's query-term saturation). */

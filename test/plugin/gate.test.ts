@@ -14,10 +14,10 @@ import { mutant } from '../helpers/mutant.ts'
 const FACTS = [
   'billing 服务端口 8499，部署在 10.3.7.9',
   'nginx 配置文件在 /etc/nginx/nginx.conf',
-  '值班室分机号 4324，值班人 老周',
+  '值班室分机号 4324，值班人 老周；夜里有急事先打分机，没人接再打他的手机，周末由小王顶班',
 ]
-/** Shares only 老周 with the store: ranking alone would inject the duty-room note. */
-const UNRELATED = '老周今天心情怎么样？'
+/** About a cat that shares a name with the duty officer: ranking alone would inject the duty-room note. */
+const UNRELATED = '我家的猫叫老周，今天它心情不好，一直躲在沙发下面不出来'
 const RELATED = 'billing 服务的端口是多少？'
 
 async function bootWithFacts(t: Test, options: BootOptions = {}): Promise<{ h: Harness, path: string }> {
@@ -37,8 +37,8 @@ t.test('nothing relevant: nothing injected; a relevant question: its note, and o
   const { h, path } = await bootWithFacts(t)
   h.script(reply('不知道'), reply('8499'))
   const ranked = await h.ctx.stablemem.recall(UNRELATED, { recordAccess: false })
-  t.match(ranked.map((x) => x.text), ['值班室分机号 4324，值班人 老周'], 'the ranked list (a deliberate search) still finds the note')
-  t.equal(ranked[0]!.relevance.toFixed(3), '0.333', 'it holds 老周 but not 今天 or 心情: a third, below the gate')
+  t.match(ranked.map((x) => x.text), [FACTS[2]], 'the ranked list (a deliberate search) still finds the note')
+  t.equal(ranked[0]!.relevance.toFixed(3), '0.095', 'the message mentions 老周 and nothing else of the note, the note holds 老周 and nothing else of the message: below the gate')
   t.ok(ranked[0]!.relevance < DEFAULT_MIN_RELEVANCE)
   t.same(await h.ctx.stablemem.recall(UNRELATED, { purpose: 'inject', recordAccess: false }), [])
   await h.turn(UNRELATED)
@@ -58,7 +58,7 @@ t.test('nothing relevant: nothing injected; a relevant question: its note, and o
   const none = await runCli(['recall', UNRELATED, '--inject', '--db', path])
   t.equal(none.stdout, 'nothing relevant enough to inject (1 ranked below the gate)\n')
   const ranks = await runCli(['recall', UNRELATED, '--db', path])
-  t.match(ranks.stdout, /^1\. blk_[0-9a-f]{24}  score [0-9.]+  relevance 0\.333\n/, 'the ranked list shows why it would not be injected')
+  t.match(ranks.stdout, /^1\. blk_[0-9a-f]{24}  score [0-9.]+  relevance 0\.095\n/, 'the ranked list shows why it would not be injected')
 })
 
 t.test('purpose inject counts only the gated notes as accessed, and refuses an unknown purpose', async (t) => {

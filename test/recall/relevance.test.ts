@@ -1,14 +1,17 @@
 /**
  * The absolute relevance signal on hand-made stores, and the injection gate that reads it.
  * Values are pinned to three decimals: relevance is deterministic (store counts and string
- * matches only), so a change here is a change of the signal.
+ * matches only), so a change here is a change of the signal. Mutation checks: without the rule
+ * on names the store has never seen, and without the note side, the cases they exist for fail.
  */
 import t from 'tap'
 import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, gateHits, type GateOptions } from '../../lib/recall/gate.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
-import { queryRelevance } from '../../lib/recall/relevance.ts'
+import { namesIn, queryContent, queryRelevance, relevanceSides } from '../../lib/recall/relevance.ts'
+import { analyzeQuery } from '../../lib/recall/symbols.ts'
 import type { Hit } from '../../lib/recall/types.ts'
 import { BlockStore } from '../../lib/store/store.ts'
+import { mutant } from '../helpers/mutant.ts'
 
 function storeOf(texts: readonly string[]): BlockStore {
   const store = new BlockStore(':memory:')
@@ -19,7 +22,7 @@ function storeOf(texts: readonly string[]): BlockStore {
 const GATE: GateOptions = { minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, minScore: 0, topK: 5 }
 const fixed = (hits: readonly Hit[]) => hits.map((h) => [h.text, Number(h.relevance.toFixed(3))])
 
-t.test('a name the store has never seen: the hits hold a word the store often uses, not who was asked about', async (t) => {
+t.test('a name the store has never seen: notes that share the rest of the question are about someone else', async (t) => {
   const store = storeOf([
     'Gina: I joined a support group for small business owners last week.',
     'Jon: The dance studio finally opened, the first class was full.',
@@ -33,16 +36,19 @@ t.test('a name the store has never seen: the hits hold a word the store often us
   t.teardown(() => store.close())
   const hits = recallBlocks(store, 'What did Caroline say about the studio?', { topK: 3 })
   t.ok(hits.length === 3 && hits.every((h) => h.text.includes('studio')), 'ranking finds studio notes')
-  t.same(hits.map((h) => Number(h.relevance.toFixed(3))), [0.279, 0.279, 0.279], 'each holds the studio (in 4 of 8 notes) but not Caroline (in none)')
-  t.ok(hits[0]!.relevance < DEFAULT_MIN_RELEVANCE, 'below the gate: the query is about someone else')
+  t.same(hits.map((h) => h.relevance), [0, 0, 0], 'Caroline is in no note: nothing here is about her')
   t.same(gateHits(hits, GATE), [], 'nothing is injected')
+  t.same(namesIn('What did Caroline say about the studio?'), ['caroline'], '"What" opens the sentence: grammar, not a name')
+  t.same(namesIn('When did LGBTQ month start? I asked Nate\'s sister and Jon.'), ['lgbtq', 'nate', 'jon'], 'acronyms anywhere, possessives without their s')
+  t.same(fixed(recallBlocks(store, 'How is the studio Jon opened doing?', { topK: 1 })),
+    [['Jon: The dance studio finally opened, the first class was full.', 1]], 'a name the store knows keeps the rest of the question')
   const own = storeOf(['Caroline: My friend opened a studio downtown.', 'Caroline: I painted a sunrise.', 'Melanie: The kids loved the beach.'])
   t.teardown(() => own.close())
   t.same(fixed(recallBlocks(own, 'What did Caroline say about the studio?', { topK: 1 })),
     [['Caroline: My friend opened a studio downtown.', 1]], 'in the store that knows her, all of it')
 })
 
-t.test('a rare CJK bigram the note holds carries the question; straddling bigrams of the question do not count against it', async (t) => {
+t.test('a rare CJK bigram the note holds carries the question; bigrams that touch a particle or are function words do not count', async (t) => {
   const store = storeOf([
     '格利泽581c是一颗环绕红矮星格利泽581运行的系外行星，质量约为地球的5倍。',
     '红矮星是主序星中质量最小的一类恒星。',
@@ -52,14 +58,18 @@ t.test('a rare CJK bigram the note holds carries the question; straddling bigram
   const hits = recallBlocks(store, '格利泽的质量是多少？', { topK: 3 })
   t.same(fixed(hits), [
     ['格利泽581c是一颗环绕红矮星格利泽581运行的系外行星，质量约为地球的5倍。', 1],
-    ['红矮星是主序星中质量最小的一类恒星。', 0.193],
+    ['红矮星是主序星中质量最小的一类恒星。', 0.2],
   ])
-  t.same(gateHits(hits, GATE).map((h) => h.text), ['格利泽581c是一颗环绕红矮星格利泽581运行的系外行星，质量约为地球的5倍。'], 'the adaptive count drops the note that holds only 质量')
+  t.same(gateHits(hits, { ...GATE, falloff: 0.5 }).map((h) => h.text), ['格利泽581c是一颗环绕红矮星格利泽581运行的系外行星，质量约为地球的5倍。'],
+    'a steeper falloff drops the note that holds only 质量')
   const ops = recallBlocks(store, 'billing 服务的端口是多少？', { topK: 1 })
-  t.equal(ops[0]!.relevance, 1, '"务的", "的端", "口是" straddle words: a small store lacks them and that says nothing')
+  t.equal(ops[0]!.relevance, 1, '"务的", "的端", "口是" straddle words and 多少 is a function word: a small store lacks them and that says nothing')
+  const name = queryContent(store, analyzeQuery('舜天的神号是什么？'), '舜天的神号是什么？')
+  t.same(name.parts.map((p) => p.term), ['舜天', '神号'],
+    'a name the segmenter cuts into single characters (舜|天) is still a part when no note holds it; 什么 is not one')
 })
 
-t.test('a transcript of small talk against a store of work notes: every hit is below the gate', async (t) => {
+t.test('a transcript of small talk against a store of work notes: below the gate', async (t) => {
   const store = storeOf([
     'billing 服务端口 8499，部署在 10.3.7.9',
     '值班室分机号 4324，值班人 老周',
@@ -69,9 +79,29 @@ t.test('a transcript of small talk against a store of work notes: every hit is b
   t.teardown(() => store.close())
   const chat = '用户: 今天好累啊，下午开了三个会\n助手: 辛苦了，要不要早点休息？\n用户: 晚上吃什么好呢，想吃点热的'
   const hits = recallBlocks(store, chat, { topK: 5 })
-  t.ok(hits.length > 0, 'ranking alone finds something (下午, 三点 …)')
-  t.same(fixed(hits), [['周会改到每周三下午三点，会议室 B302', 0.105]])
+  t.ok(hits.length > 0, 'ranking alone finds something (下午 …)')
+  t.same(fixed(hits), [['周会改到每周三下午三点，会议室 B302', 0.154]], 'the chat mentions 下午, 1 of the note\'s 13 terms, and the note holds little of the chat')
   t.same(gateHits(hits, GATE), [])
+})
+
+t.test('a pasted chat and the short memory it is about: the note side does not shrink with the chat', async (t) => {
+  const store = storeOf([
+    '小明在海边放风筝，感到非常开心。',
+    '小明在生日派对上收到花束，感到非常开心。',
+    '小明的数学考试得了满分，感到非常骄傲。',
+    '小明和朋友吵架了，感到很难过。',
+    '小明周末去爷爷家摘苹果。',
+  ])
+  t.teardown(() => store.close())
+  const chat = '小明: 你知道吗？我今天去海边了！\n助手: 真好，海边玩了什么？\n小明: 我放了风筝，风特别大，风筝飞得好高！\n' +
+    '助手: 听起来真开心！\n小明: 可惜后来下雨了，我们只好回家，不过还是很开心。'
+  const hits = recallBlocks(store, chat, { topK: 5 })
+  const content = queryContent(store, analyzeQuery(chat), chat)
+  t.same(fixed(hits), [['小明在海边放风筝，感到非常开心。', 0.6], ['小明在生日派对上收到花束，感到非常开心。', 0.143]])
+  t.same(Object.values(relevanceSides(content, hits[0]!.text)).map((v) => Number(v.toFixed(3))), [0.149, 0.3],
+    'the memory holds 15 % of the chat, the chat 3 of the memory\'s 10 terms (海边, 风筝, 开心)')
+  t.same(gateHits(hits, GATE).map((h) => h.text), ['小明在海边放风筝，感到非常开心。', '小明在生日派对上收到花束，感到非常开心。'],
+    'the turn opens on the kite; the other memory ranked with it stays (above the falloff)')
 })
 
 t.test('relevance of notes found by other means (vectors) uses the same parts', async (t) => {
@@ -88,15 +118,46 @@ function hit(id: string, relevance: number, extra: Partial<Hit> = {}): Hit {
   return { id, text: id, score: 0.5, exact: false, relevance, why: '', ...extra }
 }
 
-t.test('the gate: threshold, nothing passes, pins and attached notes, falloff, minScore, topK', async (t) => {
+t.test('the gate: the turn opens on its best note, falloff, nothing passes, pins and attached notes, minScore, topK', async (t) => {
   const options = { ...GATE, minRelevance: 0.3, falloff: 0.5 }
-  t.same(gateHits([hit('a', 0.29), hit('b', 0.1)], options), [], 'nothing passes: nothing is injected')
+  t.same(gateHits([hit('a', 0.29), hit('b', 0.1)], options), [], 'no note reaches the threshold: nothing is injected')
   t.same(gateHits([hit('a', 0.9), hit('b', 0.5), hit('c', 0.44), hit('d', 0.3)], options).map((h) => h.id), ['a', 'b'],
     'relevance falls off below half of the best: fewer than topK')
-  t.same(gateHits([hit('p', 0, { exact: true, score: 1.001 }), hit('a', 0.1)], options).map((h) => h.id), ['p'], 'an exact pin always passes')
+  t.same(gateHits([hit('a', 0.4), hit('b', 0.25), hit('c', 0.19)], options).map((h) => h.id), ['a', 'b'],
+    'a note below the threshold ranked with one above it is injected unless it falls off')
+  t.same(gateHits([hit('a', 0.1), hit('b', 0.6)], options).map((h) => h.id), ['b'], 'the best note need not rank first')
+  t.same(gateHits([hit('p', 0, { exact: true, score: 1.001 }), hit('a', 0.1)], options).map((h) => h.id), ['p'], 'an exact pin always passes, alone')
   t.same(gateHits([hit('s', 0.05), hit('a', 0.8)], { ...options, attached: new Set(['s']) }).map((h) => h.id), ['s', 'a'],
     'a note attached to the active scene passes like a pin (the seam for scenes)')
   t.same(gateHits([hit('a', 0.9, { score: 0.2 }), hit('b', 0.8)], { ...options, minScore: 0.3 }).map((h) => h.id), ['b'], 'minScore still filters')
+  t.same(gateHits([hit('a', 0.9, { score: 0.2 }), hit('b', 0.2)], { ...options, minScore: 0.3 }), [],
+    'a note minScore removes does not open the turn for the others')
   t.same(gateHits([hit('a', 0.9), hit('b', 0.9), hit('c', 0.9)], { ...options, topK: 2 }).map((h) => h.id), ['a', 'b'])
   t.same(gateHits([hit('a', 0.01), hit('b', 0)], { ...options, minRelevance: 0, falloff: 0 }).map((h) => h.id), ['a', 'b'], '0 and 0: the gate is off')
+})
+
+t.test('mutations: without the name rule the question about someone else injects; without the note side the chat gets nothing', async (t) => {
+  const names = mutant({ file: 'recall/relevance.ts', from: '> 0) ? [] : names', to: '> 0) ? [] : []' })
+  t.teardown(() => names.remove())
+  const store = storeOf([
+    'Jon: The dance studio finally opened, the first class was full.',
+    'Gina: How is the studio doing? Are the classes full?',
+    'Jon: The studio needs a new floor before the winter.',
+    'Gina: I ordered new shelves for the store.',
+  ])
+  t.teardown(() => store.close())
+  const question = 'What did Caroline say about the studio?'
+  t.same(gateHits(recallBlocks(store, question, { topK: 3 }), GATE), [], 'the real signal: nothing')
+  const withoutNames = await names.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  t.ok(gateHits(withoutNames.recallBlocks(store, question, { topK: 3 }), GATE).length > 0, 'the mutant injects notes about someone else')
+
+  const noteSide = mutant({ file: 'recall/relevance.ts', from: 'Math.max(sides.query, NOTE_SIDE_WEIGHT * sides.note)', to: 'sides.query' })
+  t.teardown(() => noteSide.remove())
+  const memories = storeOf(['小明在海边放风筝，感到非常开心。', '小明的数学考试得了满分，感到非常骄傲。', '小明和朋友吵架了，感到很难过。', '小明周末去爷爷家摘苹果。'])
+  t.teardown(() => memories.close())
+  const chat = '小明: 你知道吗？我今天去海边了！\n助手: 真好，海边玩了什么？\n小明: 我放了风筝，风特别大，风筝飞得好高！\n' +
+    '助手: 听起来真开心！\n小明: 可惜后来下雨了，我们只好回家，不过还是很开心。'
+  t.same(gateHits(recallBlocks(memories, chat, { topK: 5 }), GATE).map((h) => h.text)[0], '小明在海边放风筝，感到非常开心。', 'the real signal: the kite memory')
+  const withoutNote = await noteSide.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  t.same(gateHits(withoutNote.recallBlocks(memories, chat, { topK: 5 }), GATE), [], 'the query side alone leaves the chat without notes')
 })
