@@ -1,4 +1,4 @@
-import type { BlockStore } from '../store/store.ts'
+import type { RecallSource } from './source.ts'
 import { matchPhrase } from './fts-query.ts'
 import { bigrams } from '../text/cjk.ts'
 import { scrubQuery } from '../text/normalize.ts'
@@ -49,7 +49,7 @@ function idf(n: number, df: number): number {
  * (not the one cut to its rarest terms for the search): parts no note holds are exactly what
  * makes a store irrelevant to a query.
  */
-export function queryContent(store: BlockStore, analysis: QueryAnalysis): QueryContent {
+export function queryContent(store: RecallSource, analysis: QueryAnalysis): QueryContent {
   const n = store.count()
   const parts: Part[] = []
   for (const word of analysis.words) {
@@ -89,7 +89,7 @@ export function relevance(content: QueryContent, lowerText: string): number {
 }
 
 /** Relevance of any note text to a raw query (for notes found by other means than the lexical recall, e.g. vectors). */
-export function queryRelevance(store: BlockStore, query: string): (text: string) => number {
+export function queryRelevance(store: RecallSource, query: string): (text: string) => number {
   const content = queryContent(store, analyzeQuery(scrubQuery(query)))
   return (text) => relevance(content, text.toLowerCase())
 }
