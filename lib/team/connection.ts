@@ -2,6 +2,9 @@ import pg from 'pg'
 import type { TeamConfig } from './config.ts'
 import { TeamError } from './errors.ts'
 
+/** Longest a statement may run on the server (a recall gives up far sooner: `team.budgetMs`). */
+export const STATEMENT_TIMEOUT_MS = 5_000
+
 /** Where the team database is, as parsed from `team.url` (never with a password). */
 export interface TeamTarget {
   host: string
@@ -38,7 +41,7 @@ export function openTeamPool(config: TeamConfig, env: NodeJS.ProcessEnv, onIdleE
   const pool = new pg.Pool({
     ...target, password: password ?? '',
     max: config.poolSize, connectionTimeoutMillis: config.connectTimeoutMs, idleTimeoutMillis: 30_000,
-    application_name: 'dsh-stablemem', allowExitOnIdle: true,
+    application_name: 'dsh-stablemem', allowExitOnIdle: true, statement_timeout: STATEMENT_TIMEOUT_MS,
   })
   pool.on('error', onIdleError)
   return { pool, target }

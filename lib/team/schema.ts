@@ -6,7 +6,7 @@ import { TeamError } from './errors.ts'
  * SQLite store (`meta.version` = how many `TEAM_MIGRATIONS` ran). Every table holds a
  * `namespace` column and row-level security forced on it: a role sees and writes only the rows
  * of the namespace `stablemem.access` gives it, whatever SQL it sends (the table owner included;
- * PostgreSQL superusers bypass it by design). `access` itself is readable by no team role.
+ * PostgreSQL superusers bypass it by design). In `access` a role sees only its own row.
  */
 
 /** Marks the schema as this program's (`meta.app`). */
@@ -19,7 +19,9 @@ export const TEAM_MIGRATIONS: readonly string[] = [
   CREATE TABLE stablemem.meta (key text PRIMARY KEY, value text NOT NULL);
   INSERT INTO stablemem.meta VALUES ('app', '${TEAM_APP}'), ('version', '0');
   CREATE TABLE stablemem.access (role name PRIMARY KEY, namespace text NOT NULL);
-  CREATE FUNCTION stablemem.my_namespace() RETURNS text LANGUAGE sql STABLE SECURITY DEFINER
+  ALTER TABLE stablemem.access ENABLE ROW LEVEL SECURITY;
+  CREATE POLICY own ON stablemem.access USING (role = current_user);
+  CREATE FUNCTION stablemem.my_namespace() RETURNS text LANGUAGE sql STABLE
     SET search_path = pg_catalog AS $$ SELECT namespace FROM stablemem.access WHERE role = current_user $$;
   REVOKE ALL ON FUNCTION stablemem.my_namespace() FROM PUBLIC;
   CREATE TABLE stablemem.notes (
@@ -121,7 +123,7 @@ export async function grantTeam(client: pg.ClientBase, role: string, namespace: 
   const ident = (await client.query<{ q: string }>('SELECT quote_ident($1) AS q', [role])).rows[0]!.q
   await client.query('INSERT INTO stablemem.access VALUES ($1, $2) ON CONFLICT (role) DO UPDATE SET namespace = excluded.namespace', [role, namespace])
   await client.query(`GRANT USAGE ON SCHEMA stablemem TO ${ident};
-    GRANT SELECT ON stablemem.meta TO ${ident};
+    GRANT SELECT ON stablemem.meta, stablemem.access TO ${ident};
     GRANT SELECT, INSERT, UPDATE, DELETE ON stablemem.notes, stablemem.terms, stablemem.stats TO ${ident};
     GRANT EXECUTE ON FUNCTION stablemem.my_namespace() TO ${ident}`)
 }
