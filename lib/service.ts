@@ -217,7 +217,9 @@ export class StableMem extends Service {
     if (shared !== undefined && typeof shared !== 'boolean') throw new StableMemError('invalid_input', `shared must be a boolean, not ${kindOf(shared)}`)
     if (shared && !this.team) throw new StableMemError('invalid_input', 'shared: true needs a team layer (config team.url); the note was not saved')
     const key = this.scopePolicy.commitScope(scope, { workspace, preset })
-    const result = this.use((store) => store.commit({ ...note, scope: key }))
+    // A shared note may supersede a note only the team holds: locally it then supersedes nothing.
+    const local = shared && note.supersedes && !this.use((store) => store.get(note.supersedes!)) ? { ...note, supersedes: '' } : note
+    const result = this.use((store) => store.commit({ ...local, scope: key }))
     this.recovered()
     if (result.created) this.vectorizer?.enqueue([result.id])
     if (shared) {

@@ -32,3 +32,13 @@ export const TeamConfig: Schema<TeamConfig> = Schema.object({
   poolSize: Schema.natural().min(1).max(64).default(4)
     .description('Most connections this process keeps open to the team database.'),
 })
+
+/**
+ * The checks the schema cannot express, run when the plugin loads so a malformed `team:` block
+ * fails the load naming the field: a url needs a namespace, and must name a role and a database.
+ */
+export function checkTeamConfig(config: TeamConfig | undefined, parse: (url: string) => unknown): void {
+  if (!config || config.url === '') return
+  if (config.namespace === '') throw new TypeError('team.namespace is required when team.url is set')
+  parse(config.url)
+}
