@@ -45,6 +45,13 @@ const running = new Set<ChildProcess>()
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL')
 })
+// A test process ended by a signal (tap's timeout) does not run 'exit' handlers: stop the servers first.
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    for (const child of running) child.kill('SIGKILL')
+    process.kill(process.pid, signal)
+  })
+}
 
 function runAs(): { uid: number, gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined
