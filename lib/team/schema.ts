@@ -29,6 +29,7 @@ export const TEAM_MIGRATIONS: readonly string[] = [
     id text NOT NULL,
     text text NOT NULL,
     terms tsvector NOT NULL,
+    toks text NOT NULL,
     doc_len integer NOT NULL,
     member text NOT NULL,
     source text NOT NULL DEFAULT '',

@@ -6,7 +6,7 @@ import { analyzeQuery, symbolVariants } from '../recall/symbols.ts'
 import type { Hit } from '../recall/types.ts'
 import { scrubQuery } from '../text/normalize.ts'
 import { parseMatch, phraseKey, TeamSnapshot, type TeamRow } from './snapshot.ts'
-import { noteTokens, phraseHits, tokens, termKey } from './terms.ts'
+import { phraseHits, tokens, termKey, unpackTokens } from './terms.ts'
 
 /**
  * The team layer's recall: the same lexical ranking as the local store's (`recallBlocks`), run
@@ -43,12 +43,12 @@ const PHRASE_ROWS = 200
 /** Most multi-token phrases looked up per query. */
 const MAX_PHRASES = 8
 
-const ROW_COLUMNS = 'id, text, member, created_at, scene, superseded_by'
+const ROW_COLUMNS = 'id, text, toks, member, created_at, scene, superseded_by'
 
-interface DbRow { id: string, text: string, member: string, created_at: string, scene: string, superseded_by: string | null }
+interface DbRow { id: string, text: string, toks: string, member: string, created_at: string, scene: string, superseded_by: string | null }
 
 function toRow(r: DbRow): TeamRow {
-  return { id: r.id, text: r.text, member: r.member, createdAt: Number(r.created_at), scene: r.scene, supersededBy: r.superseded_by }
+  return { id: r.id, text: r.text, tokens: unpackTokens(r.toks), member: r.member, createdAt: Number(r.created_at), scene: r.scene, supersededBy: r.superseded_by }
 }
 
 /** A LIKE pattern that finds `text` as a substring, its wildcards escaped. */
@@ -88,7 +88,7 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
     const { rows } = await client.query<DbRow>(`SELECT ${ROW_COLUMNS} FROM stablemem.notes WHERE namespace = $1 AND lower(text) LIKE $2
       ORDER BY length(text), id LIMIT ${PHRASE_ROWS}`, [namespace, containsPattern(symbol.toLowerCase())])
     const phrase = tokens(symbol)
-    const held = rows.filter((r) => phraseHits(noteTokens(r.text).latin, phrase) > 0)
+    const held = rows.filter((r) => phraseHits(unpackTokens(r.toks).latin, phrase) > 0)
     counts.set(phraseKey('latin', phrase), held.length)
     snapshot.addRows(held.map(toRow))
   }

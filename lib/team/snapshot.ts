@@ -16,6 +16,8 @@ import { noteTokens, phraseHits, termKey, tokens, type Column, type NoteTokens }
 export interface TeamRow {
   id: string
   text: string
+  /** Its tokens as stored (`toks`); tokenised from the text when absent. */
+  tokens?: NoteTokens
   member: string
   createdAt: number
   scene: string
@@ -65,7 +67,7 @@ export class TeamSnapshot implements RecallSource {
       if (this.byId.has(row.id)) continue
       this.byId.set(row.id, this.rows.length)
       this.rows.push(row)
-      this.rowTokens.push(noteTokens(row.text))
+      this.rowTokens.push(row.tokens ?? noteTokens(row.text))
     }
   }
 
@@ -113,19 +115,41 @@ export class TeamSnapshot implements RecallSource {
       const value = Math.log((this.notes - n + 0.5) / (n + 0.5))
       return value <= 0 ? 1e-6 : value
     })
+    const singles = new Map<string, number[]>() // term key → indexes of the phrases that are that one token
+    phrases.forEach((p, i) => {
+      if (p.tokens.length !== 1) return
+      const key = termKey(p.column, p.tokens[0]!)
+      singles.set(key, [...(singles.get(key) ?? []), i])
+    })
+    const multi = phrases.map((p, i) => [p, i] as const).filter(([p]) => p.tokens.length > 1)
     const out: FtsCandidate[] = []
+    const freq = new Float64Array(phrases.length)
     this.rowTokens.forEach((t, rowid) => {
+      freq.fill(0)
+      let matched = false
+      const count = (column: Column, seq: readonly string[]) => {
+        for (const token of seq) {
+          const hit = singles.get(termKey(column, token))
+          if (hit === undefined) continue
+          matched = true
+          for (const i of hit) freq[i]!++
+        }
+      }
+      count('latin', t.latin)
+      count('cjk', t.cjk)
+      for (const [p, i] of multi) {
+        const f = phraseHits(p.column === 'latin' ? t.latin : t.cjk, p.tokens)
+        if (f > 0) { freq[i] = f; matched = true }
+      }
+      if (!matched) return
       const length = t.latin.length + t.cjk.length
       const norm = K1 * (1 - B + (this.avgLength > 0 ? B * length / this.avgLength : 0))
       let score = 0
-      let matched = false
-      phrases.forEach((p, i) => {
-        const f = phraseHits(p.column === 'latin' ? t.latin : t.cjk, p.tokens)
-        if (f === 0) return
-        matched = true
-        score += idf[i]! * (f * (K1 + 1)) / (f + norm)
-      })
-      if (matched) out.push({ rowid, bm25: -score })
+      for (let i = 0; i < phrases.length; i++) {
+        const f = freq[i]!
+        if (f > 0) score += idf[i]! * (f * (K1 + 1)) / (f + norm)
+      }
+      out.push({ rowid, bm25: -score })
     })
     out.sort((a, b) => a.bm25 - b.bm25 || a.rowid - b.rowid)
     return out.slice(0, limit)

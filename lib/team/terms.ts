@@ -69,3 +69,18 @@ export function phraseHits(seq: readonly string[], phrase: readonly string[]): n
   }
   return hits
 }
+
+/** Separates the two columns in `packTokens` (a control character: never inside a token). */
+const COLUMN_BREAK = '\u0001'
+
+/** A note's tokens as one string (the `toks` column), so a recall never tokenises a candidate again. */
+export function packTokens(t: NoteTokens): string {
+  return `${t.latin.join(' ')}${COLUMN_BREAK}${t.cjk.join(' ')}`
+}
+
+/** The inverse of `packTokens`. */
+export function unpackTokens(packed: string): NoteTokens {
+  const at = packed.indexOf(COLUMN_BREAK)
+  const split = (part: string) => part === '' ? [] : part.split(' ')
+  return { latin: split(packed.slice(0, at)), cjk: split(packed.slice(at + 1)) }
+}

@@ -5,7 +5,7 @@ import { blockId, isBlockId } from '../store/block-id.ts'
 import { checkTag } from '../store/tags.ts'
 import { isInvisibleOnly } from '../text/invisible.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
-import { noteTerms, noteTokens } from './terms.ts'
+import { noteTerms, noteTokens, packTokens } from './terms.ts'
 
 /**
  * Writing to the team layer: the local commit's rules (canonical text, the content id, the
@@ -72,12 +72,12 @@ export async function shareNotes(client: pg.ClientBase, notes: readonly SharedNo
   const terms = toks.map(noteTerms)
   await client.query('BEGIN')
   try {
-    const inserted = await client.query<{ id: string }>(`INSERT INTO stablemem.notes (namespace, id, text, terms, doc_len, member, source, scene, created_at, supersedes)
-      SELECT $1, u.id, u.text, array_to_tsvector(string_to_array(u.terms, ' ')), u.len, $2, u.source, u.scene, $3, u.supersedes
-      FROM unnest($4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $10::text[]) AS u(id, text, terms, len, source, scene, supersedes)
+    const inserted = await client.query<{ id: string }>(`INSERT INTO stablemem.notes (namespace, id, text, terms, toks, doc_len, member, source, scene, created_at, supersedes)
+      SELECT $1, u.id, u.text, array_to_tsvector(string_to_array(u.terms, ' ')), u.toks, u.len, $2, u.source, u.scene, $3, u.supersedes
+      FROM unnest($4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[]) AS u(id, text, terms, len, source, scene, supersedes, toks)
       ON CONFLICT (namespace, id) DO NOTHING RETURNING id`,
     [options.namespace, options.member, now, unique.map((c) => c.id), unique.map((c) => c.text), terms.map((t) => t.join(' ')),
-      toks.map((t) => t.latin.length + t.cjk.length), unique.map((c) => c.source), unique.map((c) => c.scene), unique.map((c) => c.supersedes)])
+      toks.map((t) => t.latin.length + t.cjk.length), unique.map((c) => c.source), unique.map((c) => c.scene), unique.map((c) => c.supersedes), toks.map(packTokens)])
     const created = new Set(inserted.rows.map((r) => r.id))
     const df = new Map<string, number>()
     let tokenTotal = 0

@@ -49,7 +49,7 @@ t.test('a role reads and writes only its own namespace, whatever SQL it sends', 
   await share(cb, 'beta', 'beta secret project codename 北极星')
   t.same((await ca.query('SELECT namespace, text FROM stablemem.notes')).rows, [{ namespace: 'alpha', text: 'alpha billing port 8499' }], 'SELECT * shows only its rows')
   t.same(await probe(ca, 'beta'), { seen: 0, updated: 0, deleted: 0 }, 'the other team\'s rows cannot be read, changed or deleted')
-  await t.rejects(ca.query(`INSERT INTO stablemem.notes (namespace, id, text, terms, doc_len, member, created_at) VALUES ('beta', 'blk_000000000000000000000000', 'planted', ''::tsvector, 1, 'x', 0)`),
+  await t.rejects(ca.query(`INSERT INTO stablemem.notes (namespace, id, text, terms, toks, doc_len, member, created_at) VALUES ('beta', 'blk_000000000000000000000000', 'planted', ''::tsvector, '', 1, 'x', 0)`),
     /row-level security/, 'a row cannot be written into another namespace')
   await t.rejects(share(ca, 'beta', 'planted through the writer'), /row-level security/, 'nor through the writer')
   t.same((await ca.query('SELECT namespace FROM stablemem.terms GROUP BY namespace')).rows, [{ namespace: 'alpha' }], 'statistics too')
