@@ -265,6 +265,8 @@ export class StableMem extends Service {
    * the injection then renders them within `injectBudgetChars`.
    * `scope` says which notes to search (default global only; a session's view is
    * `{ workspace, preset }`); notes outside it are never counted or returned.
+   * With a team layer (config `team`, docs/team.md) its notes are merged in, within
+   * `team.budgetMs` (`team: false` leaves them out); a team hit carries `team: { member, savedAt }`.
    */
   async recall(query: string, options: RecallCallOptions = {}): Promise<HybridHits> {
     // A JavaScript caller can pass anything; recalling nothing for a number would hide its bug.
@@ -280,6 +282,7 @@ export class StableMem extends Service {
       const given = typeof options.purpose === 'string' ? JSON.stringify(options.purpose) : kindOf(options.purpose)
       throw new StableMemError('invalid_input', `purpose must be 'inject' or 'search', not ${given}`)
     }
+    if (options.team !== undefined && typeof options.team !== 'boolean') throw new StableMemError('invalid_input', `team must be a boolean, not ${kindOf(options.team)}`)
     const inject = options.purpose === 'inject'
     const scopes = this.scopePolicy.recallUnion(options.scope)
     const store = this.open()
