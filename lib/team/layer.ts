@@ -7,7 +7,7 @@ import type { TeamConfig } from './config.ts'
 import { connectFailure, openTeamPool, type TeamTarget } from './connection.ts'
 import { TeamError } from './errors.ts'
 import { migrateTeamSchema } from './schema.ts'
-import { teamRecall, type TeamResult } from './search.ts'
+import { TeamRecallLate, teamRecall, type TeamResult } from './search.ts'
 import { forgetShared, shareNotes, type SharedNoteInput, type ShareResult } from './write.ts'
 
 /** Why a turn got no team notes. */
@@ -160,6 +160,7 @@ export class TeamLayer {
     if (this.closed || this.state === 'failed') return this.degrade('unavailable')
     if (!this.breaker.tryAcquire()) return this.degrade('circuit_open')
     let timedOut = false
+    const lateAfter = performance.now() + budgetMs
     const work = (async () => {
       if (this.state !== 'ready') {
         await this.start()
@@ -169,7 +170,7 @@ export class TeamLayer {
       const client = await this.pool.connect()
       let broken: Error | undefined
       try {
-        return await teamRecall(client, this.config.namespace, query, topK, localIds)
+        return await teamRecall(client, this.config.namespace, query, topK, localIds, lateAfter)
       } catch (error) {
         broken = error as Error
         throw error
@@ -182,7 +183,7 @@ export class TeamLayer {
       return result
     }, (error: unknown) => {
       if (!timedOut) this.breaker.failure()
-      if ((this.state as TeamState) === 'ready' && this.classify(error).kind === 'unreachable') {
+      if ((this.state as TeamState) === 'ready' && !(error instanceof TeamRecallLate) && this.classify(error).kind === 'unreachable') {
         this.options.logger.warn('team memory %s is unreachable (%s); turns get local notes until it is back', this.where(), (error as Error).message)
         this.state = 'down'
         this.error = this.classify(error).message
@@ -200,6 +201,7 @@ export class TeamLayer {
       this.breaker.failure()
       return this.degrade('timeout')
     }
+    if (outcome instanceof TeamRecallLate) return this.degrade('timeout')
     if (outcome instanceof Error) return this.degrade(outcome instanceof TeamError && outcome.kind !== 'unreachable' ? 'error' : this.classify(outcome).kind === 'unreachable' ? 'unreachable' : 'error')
     this.recallCount++
     this.lastReason = undefined

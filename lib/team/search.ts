@@ -61,8 +61,18 @@ function orQuery(keys: readonly string[]): string {
   return keys.map((k) => `'${k.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`).join(' | ')
 }
 
-/** Runs one team recall on a connected client. `localIds` is read after the candidates arrive. */
-export async function teamRecall(client: pg.ClientBase, namespace: string, query: string, topK: number, localIds: () => readonly string[]): Promise<TeamResult> {
+/** Thrown by `teamRecall` when its deadline passed: the caller has stopped waiting, so the scoring is skipped. */
+export class TeamRecallLate extends Error {}
+
+/**
+ * Runs one team recall on a connected client. `localIds` is read after the candidates arrive.
+ * Past `deadline` (a `performance.now()` time) it stops before its next step: the work runs on
+ * the agent's event loop, and scoring a result nobody waits for would only delay the turn.
+ */
+export async function teamRecall(client: pg.ClientBase, namespace: string, query: string, topK: number, localIds: () => readonly string[], deadline = Infinity): Promise<TeamResult> {
+  const late = () => {
+    if (performance.now() > deadline) throw new TeamRecallLate('the team recall ran out of its budget')
+  }
   const text = scrubQuery(typeof query === 'string' ? query : '')
   const full = analyzeQuery(text)
   const decisive = decisiveSymbols(text, full.exact)
@@ -81,6 +91,7 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
     `SELECT (SELECT notes FROM stablemem.stats WHERE namespace = $1) AS notes, (SELECT tokens FROM stablemem.stats WHERE namespace = $1) AS tokens,
       (SELECT json_object_agg(term, df) FROM stablemem.terms WHERE namespace = $1 AND term = ANY($2::text[])) AS df`,
     [namespace, [...single]])
+  late()
   const s = stats.rows[0]!
   const counts = new Map<string, number>(Object.entries(s.df ?? {}))
   const snapshot = new TeamSnapshot(Number(s.notes ?? 0), Number(s.tokens ?? 0), counts)
@@ -94,12 +105,14 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
   }
   if (snapshot.count() === 0) return { hits: [], heldSymbols: new Set(), supersededLocal: new Set() }
 
+  late()
   const kept = searchTerms(snapshot, specificTerms(snapshot, full))
   const keys = new Set<string>()
   for (const p of parseMatch(matchAny(kept))) if (p.tokens.length === 1) keys.add(termKey(p.column, p.tokens[0]!))
   if (keys.size > 0) {
     const { rows } = await client.query<DbRow>(`SELECT ${ROW_COLUMNS} FROM stablemem.notes WHERE namespace = $1 AND terms @@ $2::tsquery
       ORDER BY doc_len, id LIMIT ${MAX_ROWS}`, [namespace, orQuery([...keys])])
+    late()
     snapshot.addRows(rows.map(toRow))
   }
   const hits = recallBlocks(snapshot, query, { topK, abstain: false }).map((h): TeamHit => {

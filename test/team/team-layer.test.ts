@@ -120,7 +120,9 @@ t.test('a server slower than the budget: local notes and `timeout`; mutation: wi
   const make = (Layer: typeof TeamLayer) => new Layer({ ...(a.config('dave') as Record<string, unknown>), budgetMs: 50, connectTimeoutMs: 3000, poolSize: 2 } as never,
     { secrets: 'redact', maxBlockChars: 32_768, logger: { info() {}, warn() {}, error() {} } })
   const real = make(TeamLayer)
-  const m = mutant({ file: 'team/layer.ts', from: 'timer = setTimeout(() => resolve(TIMEOUT), budgetMs)', to: 'timer = undefined' })
+  // The budget is two guards: the timer the turn stops waiting at, and the deadline the work stops at.
+  const m = mutant({ file: 'team/layer.ts', from: 'timer = setTimeout(() => resolve(TIMEOUT), budgetMs)', to: 'timer = undefined' },
+    { file: 'team/layer.ts', from: 'const lateAfter = performance.now() + budgetMs', to: 'const lateAfter = Infinity' })
   t.teardown(() => m.remove())
   const mutated = make((await m.load<typeof import('../../lib/team/layer.ts')>('team/layer.ts')).TeamLayer)
   t.teardown(async () => { await real.close(); await mutated.close() })
