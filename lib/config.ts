@@ -4,6 +4,7 @@ import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE } from './recall/gate.ts'
 import type { ScopeName } from './store/scope-key.ts'
 import type { SecretsPolicy } from './secrets.ts'
 import type { DuplicatePolicy } from './store/duplicates.ts'
+import { TeamConfig } from './team/config.ts'
 
 /**
  * Who gives an agent its memory surface (the tools, the context line, the per-turn recall):
@@ -36,6 +37,7 @@ export interface Config {
   maxStepsPerTurn: number
   stopWhenAllDenied: boolean
   surface: SurfaceMode
+  team: TeamConfig
 }
 
 /** Compaction capture and cooling (`layers:`, docs/layers.md). */
@@ -197,6 +199,7 @@ export const Config: Schema<Config> = Schema.object({
   surface: Schema.union(['auto', 'global', 'service'] as const).default('auto')
     .description('Which row gives agents the tool, context line and recall: `auto` this row for every agent except those on a preset with the `dsh-stablemem/kernel` row (that row serves them), ' +
       '`global` this row for every agent (kernel rows stand down), `service` only kernel rows (this row keeps the store and `ctx.stablemem`).'),
+  team: TeamConfig.description('Optional shared team layer on PostgreSQL (docs/team.md). Off by default.'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */

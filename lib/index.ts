@@ -9,6 +9,8 @@ import { registerHeartbeat } from './kernel/layers/heartbeat.ts'
 import { registerStatistics } from './plugin/statistics.ts'
 import { attachHostSurface, registerSurface } from './plugin/surface.ts'
 import { StableMem } from './service.ts'
+import { checkTeamConfig } from './team/config.ts'
+import { teamTarget } from './team/connection.ts'
 
 /** The plugin's name; also the `source.plugin` of every message it injects. */
 export const name = 'dsh-stablemem'
@@ -30,6 +32,7 @@ export const inject = ['tools', 'systemPrompt']
 export async function apply(ctx: Context, config: Config): Promise<void> {
   const resolvedPath = config.path === '' ? defaultStorePath() : config.path === ':memory:' ? config.path : resolve(config.path)
   const scopePolicy = new ScopePolicy(config.scopes) // an invalid alias table fails the load here, naming the field
+  checkTeamConfig(config.team, teamTarget) // so does an incomplete `team:` block
   const own = ctx.isolate('stablemem')
   own.plugin(StableMem, { ...config, resolvedPath, scopePolicy })
   await own.inject(['stablemem'], (inner) => {

@@ -18,13 +18,16 @@ import { AccessRecorder, type AccessStats } from './store/access.ts'
 import { failureKind, transientReason } from './store/failure.ts'
 import { gateHits } from './recall/gate.ts'
 import { markDegraded, recallBlocksHybrid } from './recall/hybrid.ts'
-import { MAX_TOP_K } from './recall/recall.ts'
+import { clampTopK, MAX_TOP_K } from './recall/recall.ts'
 import { DEGRADED_REASONS, type DegradedReason, type Hit, type HybridHits } from './recall/types.ts'
 import { ScopePolicy, type RecallView, type ScopeContext, type ScopeTarget } from './scope-policy.ts'
 import type { ScopeName } from './store/scope-key.ts'
 import type { ScopeCount } from './store/scopes.ts'
 import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 import { BlockStore } from './store/store.ts'
+import { TeamLayer, type TeamStats } from './team/layer.ts'
+import { mergeTeamHits } from './team/merge.ts'
+import type { ShareResult } from './team/write.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
 declare module '@deepseek-ai/cordis' {
@@ -63,6 +66,8 @@ export interface ServiceStats extends Partial<StoreStats>, Partial<AccessStats> 
   stages: StageStats
   /** Notes per scope key (`global`, `workspace:<dir>`, `preset:<id>`), most first; a note in two scopes counts in both. */
   byScope?: ScopeCount[]
+  /** The shared team layer (docs/team.md); absent while `team.url` is empty. */
+  team?: TeamStats
 }
 
 /**
@@ -72,6 +77,8 @@ export interface ServiceStats extends Partial<StoreStats>, Partial<AccessStats> 
  */
 export interface ServiceCommitInput extends Omit<CommitInput, 'scope'>, ScopeContext {
   scope?: ScopeName
+  /** Also write the note to the team layer (config `team`); nothing is shared unless this says so. */
+  shared?: boolean
 }
 
 /** Options of `ctx.stablemem.recall`. */
@@ -103,6 +110,8 @@ export interface RecallCallOptions {
   purpose?: 'search' | 'inject'
   /** Which notes to search (default `global`: a caller without a session sees no workspace's notes). */
   scope?: RecallView
+  /** Merge the team layer's notes when one is configured (default true). */
+  team?: boolean
 }
 
 /** The gated hits, keeping the `degraded` mark of the list they were taken from. */
@@ -149,6 +158,8 @@ export class StableMem extends Service {
    */
   readonly stages: Stages
   private readonly turnCounts: Record<string, number> = {}
+  /** The shared team layer, when `team.url` is set (docs/team.md). */
+  private readonly team: TeamLayer | undefined
 
   constructor(ctx: Context, config: Config & { resolvedPath: string, scopePolicy?: ScopePolicy }) {
     super(ctx, 'stablemem')
@@ -161,6 +172,8 @@ export class StableMem extends Service {
       this.embedderError = error instanceof Error ? error.message : String(error)
       ctx.logger('stablemem').warn('vectors disabled: %s', this.embedderError)
     }
+    // A `team` block without a namespace fails here, at load, naming the field.
+    this.team = config.team?.url ? new TeamLayer(config.team, { secrets: config.secrets, maxBlockChars: config.maxBlockChars, logger: ctx.logger('stablemem') }) : undefined
     ctx.effect(() => () => this.close(), 'stablemem.close')
     this.stageHost = new StageHost(ctx.logger('stablemem'))
     const binding = bindStages(ctx, this.stageHost, { maxStepsPerTurn: config.maxStepsPerTurn, stopWhenAllDenied: config.stopWhenAllDenied })
@@ -184,6 +197,13 @@ export class StableMem extends Service {
       this.failure = error instanceof Error ? error.message : String(error)
       this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)
     }
+    // Checked in the background: a slow or absent team server never delays the agent's start.
+    void this.team?.start()
+  }
+
+  /** Resolves once the team layer's startup check has run (at once without a team layer); for tests and the CLI. */
+  async teamReady(): Promise<void> {
+    await this.team?.start()
   }
 
   /**
@@ -193,12 +213,43 @@ export class StableMem extends Service {
    */
   async commit(input: ServiceCommitInput): Promise<CommitResult> {
     if (input === null || typeof input !== 'object') throw new StableMemError('invalid_input', 'input must be an object with a text field')
-    const { workspace, preset, scope, ...note } = input
+    const { workspace, preset, scope, shared, ...note } = input
+    if (shared !== undefined && typeof shared !== 'boolean') throw new StableMemError('invalid_input', `shared must be a boolean, not ${kindOf(shared)}`)
+    if (shared && !this.team) throw new StableMemError('invalid_input', 'shared: true needs a team layer (config team.url); the note was not saved')
     const key = this.scopePolicy.commitScope(scope, { workspace, preset })
-    const result = this.use((store) => store.commit({ ...note, scope: key }))
+    // A shared note may supersede a note only the team holds: locally it then supersedes nothing.
+    const local = shared && note.supersedes && !this.use((store) => store.get(note.supersedes!)) ? { ...note, supersedes: '' } : note
+    const result = this.use((store) => store.commit({ ...local, scope: key }))
     this.recovered()
     if (result.created) this.vectorizer?.enqueue([result.id])
+    if (shared) {
+      try {
+        await this.team!.share([{ text: note.text, source: note.source, scene: note.scene, supersedes: note.supersedes }])
+      } catch (error) {
+        throw new StableMemError('unavailable', `saved in this machine's memory as ${result.id}, but not shared with the team: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+      }
+    }
     return result
+  }
+
+  /**
+   * Shares stored notes with the team layer (`stablemem share`): their text, source and scene,
+   * as the saver's member name. Unknown ids are refused before anything is shared.
+   */
+  async share(ids: readonly string[]): Promise<ShareResult[]> {
+    if (!this.team) throw new StableMemError('invalid_input', 'sharing needs a team layer (config team.url)')
+    const blocks = ids.map((id) => {
+      const block = this.use((store) => store.get(id))
+      if (!block) throw new StableMemError('not_found', `no note ${id} in this store`)
+      return block
+    })
+    return await this.team.share(blocks.map((b) => ({ text: b.text, source: b.source, scene: b.scene })))
+  }
+
+  /** Deletes notes from the team layer by id (for everyone in the team); returns the ids deleted. */
+  async forgetShared(ids: readonly string[]): Promise<string[]> {
+    if (!this.team) throw new StableMemError('invalid_input', 'forgetting shared notes needs a team layer (config team.url)')
+    return await this.team.forget(ids)
   }
 
   /**
@@ -214,6 +265,8 @@ export class StableMem extends Service {
    * the injection then renders them within `injectBudgetChars`.
    * `scope` says which notes to search (default global only; a session's view is
    * `{ workspace, preset }`); notes outside it are never counted or returned.
+   * With a team layer (config `team`, docs/team.md) its notes are merged in, within
+   * `team.budgetMs` (`team: false` leaves them out); a team hit carries `team: { member, savedAt }`.
    */
   async recall(query: string, options: RecallCallOptions = {}): Promise<HybridHits> {
     // A JavaScript caller can pass anything; recalling nothing for a number would hide its bug.
@@ -229,15 +282,23 @@ export class StableMem extends Service {
       const given = typeof options.purpose === 'string' ? JSON.stringify(options.purpose) : kindOf(options.purpose)
       throw new StableMemError('invalid_input', `purpose must be 'inject' or 'search', not ${given}`)
     }
+    if (options.team !== undefined && typeof options.team !== 'boolean') throw new StableMemError('invalid_input', `team must be a boolean, not ${kindOf(options.team)}`)
     const inject = options.purpose === 'inject'
     const scopes = this.scopePolicy.recallUnion(options.scope)
     const store = this.open()
+    const topK = inject ? (options.topK ?? this.config.topK) : options.topK
+    let localIds: readonly string[] = []
+    // Asked first, answered within its budget while the local recall runs (`lib/team/layer.ts`).
+    const team = options.team === false ? undefined : this.team?.recall(query, clampTopK(topK), () => localIds)
     let hits: HybridHits
     try {
       hits = await recallBlocksHybrid(store, this.embedder, query, {
-        topK: inject ? (options.topK ?? this.config.topK) : options.topK, recordAccess: false, scopes,
+        topK, recordAccess: false, scopes,
         budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
       })
+      localIds = hits.map((h) => h.id)
+      const answer = await team
+      if (answer !== undefined && 'result' in answer) hits = mergeTeamHits(hits, answer.result, clampTopK(topK))
       if (inject && !isAbstention(hits)) {
         const { minRelevance, relevanceFalloff: falloff, minScore } = this.config
         hits = keepMarks(hits, gateHits(hits, { minRelevance, falloff, minScore, topK: MAX_TOP_K }))
@@ -342,6 +403,11 @@ export class StableMem extends Service {
     return `Vector recall is degraded (${counts}); notes are recalled by words only.`
   }
 
+  /** A sentence for the prompt context line while the team layer is failing or refused to start; '' otherwise. */
+  teamHealthLine(): string {
+    return this.team?.healthLine() ?? ''
+  }
+
   /**
    * Deletes notes for good: one id, a list of ids, or a filter (`{scene}`, `{source}`, `{before}`,
    * `{all: true}`; an empty filter is refused). Their index entries, vectors and edges go in the
@@ -413,6 +479,7 @@ export class StableMem extends Service {
       turns: { ...this.turnCounts },
       stages: this.stageHost.stats(),
       ...(this.embedder || this.embedderError ? { vectors: this.vectorStats() } : {}),
+      ...(this.team ? { team: this.team.stats() } : {}),
     }
     if (!this.store || this.store.isClosed) {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
@@ -517,6 +584,7 @@ export class StableMem extends Service {
   private close(): void {
     this.vectorizer?.close()
     this.store?.close()
+    void this.team?.close()
   }
 }
 

@@ -26,6 +26,8 @@ export const COMMANDS: Record<string, { summary: string, load: () => Promise<{ c
   vacuum: { summary: 'rewrite the store file without free space', load: () => import('./commands/vacuum.ts') },
   embed: { summary: 'compute missing vectors: embed --backfill --url <base-url> --model <name>', load: () => import('./commands/embed.ts') },
   'install-dsh': { summary: 'install dsh at the tested versions (with Node 24 and pnpm): install-dsh <prefix>', load: () => import('./commands/install-dsh.ts') },
+  share: { summary: 'share stored notes with the team layer: share <id>… [--team-url url --namespace ns]', load: () => import('./commands/share.ts') },
+  team: { summary: 'set up a team database (as its owner): team init [--role r] --team-url url --namespace ns', load: () => import('./commands/team.ts') },
   preset: { summary: 'the stablemem agent preset for dsh web: preset install|list|diff|uninstall [--home <dsh home>]', load: () => import('./commands/preset.ts') },
 }
 

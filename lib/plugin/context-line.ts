@@ -27,7 +27,7 @@ export function contextLine(service: StableMem, toolName: string): string {
   const reason = service.unavailableReason() // after the count, which may find the file damaged
   if (reason !== undefined) return `Long-term memory (dsh-stablemem) is unavailable: ${reason}. Do not promise to remember anything.`
   if (count === 0) return ''
-  const vectors = service.vectorHealthLine()
+  const vectors = [service.vectorHealthLine(), service.teamHealthLine()].filter((line) => line !== '').join(' ')
   const trouble = service.transientTrouble()
   return `Long-term memory (dsh-stablemem): ${count} note${count === 1 ? '' : 's'} stored; relevant ones are recalled with each user message. ` +
     `Save durable facts with the ${toolName} tool. ${BROWSER_HINT}${vectors === '' ? '' : ` ${vectors}`}` +

@@ -12,7 +12,7 @@ import { recallTool } from './recall-tool.ts'
  * here reaches both planes and never shows up twice.
  */
 export function modelTools(ctx: Context, config: Config): ToolDefinition[] {
-  const tools = [commitTool(ctx, config.toolName), recallTool(ctx, recallToolNameOf(config))]
+  const tools = [commitTool(ctx, config.toolName, config.team.url !== ''), recallTool(ctx, recallToolNameOf(config))]
   if (config.forgetTool.enabled) tools.push(forgetTool(ctx, config.forgetTool))
   return tools
 }

@@ -9,6 +9,7 @@ import { abstentionOf } from '../recall/abstain.ts'
 import { isQuestion } from '../text/question.ts'
 import { originLabel } from './origin.ts'
 import { renderAbstention, renderRecall } from './render.ts'
+import { teamLabel } from './team-label.ts'
 import { placeOf } from './session-place.ts'
 
 /**
@@ -42,7 +43,9 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
         text = isQuestion(query) && (service.blockCount() ?? 0) > 0 ? renderAbstention(abstention) : ''
       } else {
         const origins = await service.origins(hits.map((h) => h.id))
-        const rendered = renderRecall(hits, config.injectBudgetChars, undefined, (id) => originLabel(origins.get(id), String(payload.agent.id)))
+        // Team notes (docs/team.md) are labelled as such; captured turns carry their origin.
+        const byId = new Map(hits.map((h) => [h.id, h]))
+        const rendered = renderRecall(hits, config.injectBudgetChars, undefined, (id) => teamLabel(byId.get(id)!) ?? originLabel(origins.get(id), String(payload.agent.id)))
         // Only notes the model is shown count as accessed (not those gated out or cut by the budget).
         await service.recordAccess(hits.slice(0, rendered.shown).map((h) => h.id))
         text = rendered.text

@@ -1,4 +1,4 @@
-import type { BlockStore } from '../store/store.ts'
+import type { RecallSource } from './source.ts'
 import { matchPhrase } from './fts-query.ts'
 import { containsWordStem, type QueryAnalysis } from './symbols.ts'
 
@@ -23,7 +23,7 @@ export interface WeightedWord {
 }
 
 /** The query's Latin words that occur in the store, weighted by smoothed IDF × query weight. */
-export function weightedWords(store: BlockStore, analysis: QueryAnalysis): WeightedWord[] {
+export function weightedWords(store: RecallSource, analysis: QueryAnalysis): WeightedWord[] {
   if (analysis.words.length === 0) return []
   const n = store.count()
   const out: WeightedWord[] = []

@@ -1,5 +1,4 @@
 import type { Block } from '../store/types.ts'
-import type { BlockStore } from '../store/store.ts'
 import { scrubQuery } from '../text/normalize.ts'
 import { decisiveSymbols, markAbstained, typoVariants, type RecallHits } from './abstain.ts'
 import { arbitrate } from './arbitration.ts'
@@ -8,6 +7,7 @@ import { COVERAGE_SHARE, coverage, weightedWords } from './coverage.ts'
 import { matchAny, matchPhrase } from './fts-query.ts'
 import { queryContent, relevance } from './relevance.ts'
 import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
+import type { RecallSource } from './source.ts'
 import { analyzeQuery, containsWhole, isEmptyAnalysis, symbolVariants, type QueryAnalysis } from './symbols.ts'
 import type { RecallOptions } from './types.ts'
 
@@ -74,7 +74,7 @@ interface Candidate {
  * 8. Each returned hit carries its absolute relevance: how much of the query's specific content
  *    it holds, or of its own the query mentions (`relevance.ts`), which the injection gate reads (`gate.ts`).
  */
-export function recallBlocks(store: BlockStore, query: string, options: RecallOptions & RankingSwitches = {}): RecallHits {
+export function recallBlocks(store: RecallSource, query: string, options: RecallOptions & RankingSwitches = {}): RecallHits {
   const topK = clampTopK(options.topK)
   const text = scrubQuery(typeof query === 'string' ? query : '')
   const full = analyzeQuery(text)
@@ -146,7 +146,7 @@ export const MAX_QUERY_WORDS = 32
  * in the store (bigram frequencies from the index vocabulary in one read; word frequencies from
  * cached phrase counts), in query order; terms no note contains are dropped as they cannot match.
  */
-export function specificTerms(store: BlockStore, analysis: QueryAnalysis): QueryAnalysis {
+export function specificTerms(store: RecallSource, analysis: QueryAnalysis): QueryAnalysis {
   let { cjkBigrams, words } = analysis
   if (cjkBigrams.length > MAX_QUERY_BIGRAMS) {
     cjkBigrams = rarest(cjkBigrams, store.cjkDocumentFrequencies(cjkBigrams), MAX_QUERY_BIGRAMS)
@@ -174,7 +174,7 @@ export const SEARCH_POSTINGS = 1_500
  * `postingsBound`, in query order. Only candidate generation and bm25 use this: coverage, the
  * character backoff and the exact pin still see the whole query, and exact symbols are always searched.
  */
-export function searchTerms(store: BlockStore, analysis: QueryAnalysis, postingsBound = SEARCH_POSTINGS): QueryAnalysis {
+export function searchTerms(store: RecallSource, analysis: QueryAnalysis, postingsBound = SEARCH_POSTINGS): QueryAnalysis {
   const df = store.cjkDocumentFrequencies(analysis.cjkBigrams)
   for (const word of analysis.words) df.set(word, store.matchCount(matchPhrase(word)))
   const present = [...analysis.words, ...analysis.cjkBigrams].filter((t) => df.get(t)! > 0)
@@ -202,7 +202,7 @@ function rarest(terms: readonly string[], df: ReadonlyMap<string, number>, limit
  * Whether any note holds the exact string, as the index tokenises it. A version is found with or
  * without its `v` (`v2.3.1` ↔ `2.3.1`): abstaining wrongly costs more than a weak hit.
  */
-function inStore(store: BlockStore, symbol: string, scopes: readonly string[] | undefined, searched: ReadonlyMap<string, boolean>): boolean {
+function inStore(store: RecallSource, symbol: string, scopes: readonly string[] | undefined, searched: ReadonlyMap<string, boolean>): boolean {
   const variants = /^v\d/.test(symbol) ? [symbol, symbol.slice(1)] : symbolVariants(symbol)
   return variants.some((v) => {
     const match = matchPhrase(v)
@@ -217,7 +217,7 @@ function inStore(store: BlockStore, symbol: string, scopes: readonly string[] | 
  * Drops superseded candidates. Within scopes, supersede works inside the union: a note replaced by
  * a note the union cannot see (saved in another workspace) stays current here.
  */
-export function current(blocks: Array<[number, Block]>, store: BlockStore, scopes: readonly string[] | undefined): Array<[number, Block]> {
+export function current(blocks: Array<[number, Block]>, store: RecallSource, scopes: readonly string[] | undefined): Array<[number, Block]> {
   const successors = blocks.flatMap(([, b]) => b.supersededBy ?? [])
   if (successors.length === 0) return blocks
   const visible = scopes ? store.scopes.visible(successors, scopes) : undefined

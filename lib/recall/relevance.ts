@@ -1,4 +1,4 @@
-import type { BlockStore } from '../store/store.ts'
+import type { RecallSource } from './source.ts'
 import { matchPhrase } from './fts-query.ts'
 import { scrubQuery } from '../text/normalize.ts'
 import { CJK_FUNCTION_WORDS, CJK_PARTICLES, ENGLISH_STOPWORDS } from './stopwords.ts'
@@ -80,7 +80,7 @@ function artefact(gram: string, absent: boolean): boolean {
 }
 
 /** The weighted parts of an analysed query against this store (see the module comment for which bigrams count). */
-function partsIn(store: BlockStore, analysis: QueryAnalysis): Part[] {
+function partsIn(store: RecallSource, analysis: QueryAnalysis): Part[] {
   const n = store.count()
   const parts: Part[] = []
   for (const word of analysis.words) {
@@ -105,7 +105,7 @@ function partsIn(store: BlockStore, analysis: QueryAnalysis): Part[] {
  * (not the one cut to its rarest terms for the search): parts no note holds are exactly what
  * makes a store irrelevant to a query. `text` is the scrubbed query the analysis came from.
  */
-export function queryContent(store: BlockStore, analysis: QueryAnalysis, text: string): QueryContent {
+export function queryContent(store: RecallSource, analysis: QueryAnalysis, text: string): QueryContent {
   const parts = partsIn(store, analysis)
   // The same bound as the analysis: a 1 MB query costs no more than a long message.
   const turns = queryTurns(text.length > MAX_QUERY_CHARS ? text.slice(-MAX_QUERY_CHARS) : text).map((turn) => turn.text)
@@ -170,7 +170,7 @@ export function relevance(content: QueryContent, noteText: string): number {
 }
 
 /** Relevance of any note text to a raw query (for notes found by other means than the lexical recall, e.g. vectors). */
-export function queryRelevance(store: BlockStore, query: string): (text: string) => number {
+export function queryRelevance(store: RecallSource, query: string): (text: string) => number {
   const text = scrubQuery(query)
   const content = queryContent(store, analyzeQuery(text), text)
   return (note) => relevance(content, note)

@@ -22,7 +22,7 @@ t.test('the tool is declared with its parameters and output schema', async (t) =
   t.match(declared, { name: 'stablemem_commit', description: /long-term memory/ })
   t.match(declared.parameters, { type: 'object', properties: { text: { type: 'string' }, source: { type: 'string' }, scene: { type: 'string' } }, required: ['text'] })
   const definition = h.ctx.tools.get('stablemem_commit')!
-  t.same(definition.output.schema, { type: 'object', properties: { id: { type: 'string' }, created: { type: 'boolean' }, restored: { type: 'string' }, redacted: { type: 'array', items: { type: 'string' } }, duplicateOf: { type: 'string' } }, additionalProperties: false })
+  t.same(definition.output.schema, { type: 'object', properties: { id: { type: 'string' }, created: { type: 'boolean' }, restored: { type: 'string' }, redacted: { type: 'array', items: { type: 'string' } }, duplicateOf: { type: 'string' }, shared: { type: 'boolean' } }, additionalProperties: false })
   t.same(definition.output.render({}, { id: 'blk_x', created: true }), [{ type: 'text', text: 'Saved to long-term memory as blk_x.' }])
   t.same(definition.output.render({}, { id: 'blk_y', created: true, duplicateOf: 'blk_x' }),
     [{ type: 'text', text: 'Saved to long-term memory as blk_y. It nearly duplicates blk_x, which was already saved.' }])

@@ -1,0 +1,173 @@
+/**
+ * `npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity] [--json]`
+ *
+ * The shared team layer on a private PostgreSQL server on loopback (started and stopped here,
+ * as the tests do), against the local path in the same run:
+ * 1. `--notes` seeded notes (bench/corpus.ts) shared into one namespace (batches of 500) and
+ *    committed into a local SQLite store (`commitMany`).
+ * 2. Per query kind, alternating: shared recall (`teamRecall`, warm connection), local recall
+ *    (`recallBlocksHybrid`, as the service calls it), and the merged per-turn recall as the
+ *    service runs it (team asked first within `team.budgetMs`, the local recall meanwhile, merge,
+ *    relevance gate) — p50/p99 wall and CPU time (`process.cpuUsage`, this process only: the
+ *    server's own CPU is not in it) — and how many merged recalls ran out of budget.
+ * 3. Commits per second: 8 concurrent clients sharing one note per transaction, beside local
+ *    single-note commits in this process.
+ * 4. With `--parity`: R@5 of the eval sets (../shared/eval) shared into the team layer vs the
+ *    SQLite path (bench/team/parity.ts), global mode.
+ * The last line is one JSON object with every figure.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import pg from 'pg'
+import { gateHits } from '../lib/recall/gate.ts'
+import { recallBlocksHybrid } from '../lib/recall/hybrid.ts'
+import { MAX_TOP_K } from '../lib/recall/recall.ts'
+import { BlockStore } from '../lib/store/store.ts'
+import { resolveConfig } from '../lib/config.ts'
+import { TeamLayer } from '../lib/team/layer.ts'
+import { mergeTeamHits } from '../lib/team/merge.ts'
+import { grantTeam, migrateTeamSchema } from '../lib/team/schema.ts'
+import { teamRecall } from '../lib/team/search.ts'
+import { shareNotes } from '../lib/team/write.ts'
+import { startPostgres } from '../test/helpers/postgres.ts'
+import { QUERY_KINDS, corpus } from './corpus.ts'
+import { readEvalSet } from './recall/eval-set.ts'
+import { parity } from './team/parity.ts'
+
+const { values: args } = parseArgs({ options: {
+  notes: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' }, writes: { type: 'string', default: '250' },
+  parity: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, seed: { type: 'string', default: '7' },
+} })
+const N = Number(args.notes)
+const Q = Number(args.queries)
+const WRITES = Number(args.writes)
+const SEED = Number(args.seed)
+const log = (line: string) => (args.json ? console.error : console.log)(line)
+const config = resolveConfig({})
+const TOP_K = config.topK
+
+interface Sample { wall: number, cpu: number }
+async function timed<T>(fn: () => Promise<T> | T): Promise<[T, Sample]> {
+  const cpu = process.cpuUsage()
+  const t0 = performance.now()
+  const value = await fn()
+  const wall = performance.now() - t0
+  const used = process.cpuUsage(cpu)
+  return [value, { wall, cpu: (used.user + used.system) / 1000 }]
+}
+function q(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted.length === 0 ? 0 : Number(sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!.toFixed(3))
+}
+const summary = (samples: Sample[]) => ({ p50: q(samples.map((s) => s.wall), 0.5), p99: q(samples.map((s) => s.wall), 0.99), cpuP50: q(samples.map((s) => s.cpu), 0.5), cpuP99: q(samples.map((s) => s.cpu), 0.99) })
+
+const server = await startPostgres()
+const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-team-'))
+const result: Record<string, unknown> = { notes: N, queries: Q, seed: SEED }
+try {
+  const admin = await server.admin()
+  await admin.query('CREATE DATABASE bench')
+  await admin.query("CREATE ROLE bench_team LOGIN PASSWORD 'bench'")
+  await admin.end()
+  const owner = await server.admin('bench')
+  await migrateTeamSchema(owner, 'bench')
+  await grantTeam(owner, 'bench_team', 'bench')
+  await owner.end()
+  const connect = async () => {
+    const c = new pg.Client({ host: '127.0.0.1', port: server.port, user: 'bench_team', password: 'bench', database: 'bench' })
+    await c.connect()
+    return c
+  }
+  const client = await connect()
+  const gen = corpus(SEED)
+  const options = { namespace: 'bench', member: 'bench', secrets: 'redact' as const, maxBlockChars: 32_768 }
+
+  // 1. Fill both layers.
+  let [, fill] = await timed(async () => {
+    for (let from = 0; from < N; from += 500) {
+      const notes = []
+      for (let i = from; i < Math.min(N, from + 500); i++) notes.push({ text: gen.block(i).text, source: 'bench' })
+      await shareNotes(client, notes, options)
+    }
+  })
+  await client.query('ANALYZE stablemem.notes; ANALYZE stablemem.terms')
+  const storePath = join(dir, 'memory.db')
+  const store = new BlockStore(storePath)
+  const [, localFill] = await timed(() => {
+    for (let from = 0; from < N; from += 500) {
+      const notes = []
+      for (let i = from; i < Math.min(N, from + 500); i++) notes.push({ text: gen.block(i).text, source: 'bench' })
+      store.commitMany(notes)
+    }
+  })
+  result.fill = { teamNotesPerS: Math.round(N / (fill.wall / 1000)), localNotesPerS: Math.round(N / (localFill.wall / 1000)) }
+  log(`fill: team ${N} notes in ${(fill.wall / 1000).toFixed(1)} s; local in ${(localFill.wall / 1000).toFixed(1)} s`)
+
+  // 2. Recall, per kind, alternating the three paths.
+  process.env.STABLEMEM_BENCH_TEAM_PW = 'bench'
+  const layer = new TeamLayer({ url: server.url('bench', 'bench_team'), namespace: 'bench', member: 'bench', passwordEnv: 'STABLEMEM_BENCH_TEAM_PW', budgetMs: 60, connectTimeoutMs: 3000, poolSize: 4 },
+    { secrets: 'redact', maxBlockChars: 32_768, logger: { info() {}, warn() {}, error() {} } })
+  await layer.start()
+  const merged = async (query: string) => {
+    let localIds: readonly string[] = []
+    const team = layer.recall(query, TOP_K, () => localIds)
+    let hits = await recallBlocksHybrid(store, null, query, { topK: TOP_K })
+    localIds = hits.map((h) => h.id)
+    const answer = await team
+    if ('result' in answer) hits = mergeTeamHits(hits, answer.result, TOP_K)
+    return gateHits(hits, { minRelevance: config.minRelevance, falloff: config.relevanceFalloff, minScore: config.minScore, topK: MAX_TOP_K })
+  }
+  const all = { team: [] as Sample[], local: [] as Sample[], merged: [] as Sample[] }
+  const byKind: Record<string, unknown> = {}
+  for (let w = 0; w < 20; w++) await merged(gen.query('en_words', w)) // warm the pool and caches
+  const degradedBefore = layer.stats().degraded.timeout
+  for (const kind of QUERY_KINDS) {
+    const s = { team: [] as Sample[], local: [] as Sample[], merged: [] as Sample[] }
+    for (let i = 0; i < Q; i++) {
+      const query = gen.query(kind, Math.floor((i + 0.5) * N / Q))
+      s.team.push((await timed(() => teamRecall(client, 'bench', query, TOP_K, () => [])))[1])
+      s.local.push((await timed(() => recallBlocksHybrid(store, null, query, { topK: TOP_K })))[1])
+      s.merged.push((await timed(() => merged(query)))[1])
+    }
+    byKind[kind] = { team: summary(s.team), local: summary(s.local), merged: summary(s.merged) }
+    for (const k of ['team', 'local', 'merged'] as const) all[k].push(...s[k])
+    log(`${kind}: team p50 ${summary(s.team).p50} p99 ${summary(s.team).p99} ms; local p99 ${summary(s.local).p99}; merged p99 ${summary(s.merged).p99} ms`)
+  }
+  result.recall = { overall: { team: summary(all.team), local: summary(all.local), merged: summary(all.merged) }, byKind,
+    mergedOutOfBudget: layer.stats().degraded.timeout - degradedBefore, mergedTotal: all.merged.length, budgetMs: 60 }
+  await layer.close()
+
+  // 3. Commit rate: 8 concurrent clients, one shared note per transaction; local single commits beside.
+  const clients = await Promise.all(Array.from({ length: 8 }, connect))
+  const [, shared] = await timed(() => Promise.all(clients.map(async (c, w) => {
+    for (let i = 0; i < WRITES; i++) await shareNotes(c, [{ text: `writer ${w} note ${i}: ${gen.block(N + w * WRITES + i).text}` }], options)
+  })))
+  const [, local] = await timed(() => {
+    for (let i = 0; i < 8 * WRITES; i++) store.commit({ text: `local note ${i}: ${gen.block(N + i).text}`, source: 'bench' })
+  })
+  result.commits = { teamPerS8Clients: Math.round(8 * WRITES / (shared.wall / 1000)), localPerS: Math.round(8 * WRITES / (local.wall / 1000)), commits: 8 * WRITES }
+  log(`commits: team ${JSON.stringify(result.commits)}`)
+  await Promise.all(clients.map((c) => c.end()))
+  store.close()
+
+  // 4. Parity on the eval sets.
+  if (args.parity) {
+    const table: Record<string, unknown> = {}
+    for (const name of ['locomo-en-dev', 'cmrc2018-zh-chunk-dev', 'madial-zh-dev']) {
+      const path = join(import.meta.dirname, '..', '..', 'shared', 'eval', name)
+      const where = existsSync(path) ? path : join(process.cwd(), '..', 'shared', 'eval', name)
+      const owner2 = await server.admin('bench')
+      table[name] = await parity(owner2, readEvalSet(where), 'global', (ns) => grantTeam(owner2, 'postgres', ns))
+      await owner2.end()
+      log(`parity ${name}: ${JSON.stringify(table[name])}`)
+    }
+    result.parity = table
+  }
+  await client.end()
+} finally {
+  await server.stop()
+  rmSync(dir, { recursive: true, force: true })
+}
+console.log(JSON.stringify(result))

@@ -1,0 +1,11 @@
+import type { BlockStore } from '../store/store.ts'
+import type { ScopeTable } from '../store/scopes.ts'
+
+/**
+ * What the lexical recall reads from a store: document frequencies, FTS candidates and blocks.
+ * `BlockStore` is one; the team layer's per-query snapshot of PostgreSQL rows and statistics
+ * (`lib/team/snapshot.ts`) is another, so both layers rank with the same code.
+ */
+export type RecallSource = Pick<BlockStore, 'count' | 'matchCount' | 'cjkDocumentFrequencies' | 'ftsCandidates' | 'blocksByRowid' | 'recordAccess'> & {
+  readonly scopes: Pick<ScopeTable, 'ftsCandidates' | 'anyMatch' | 'visible'>
+}
