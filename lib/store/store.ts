@@ -113,12 +113,6 @@ export class BlockStore {
   private matchCountsVersion = -1
   private vocabReady = false
   private closed = false
-  /**
-   * The block count and the `data_version` it was read at. This connection's own writes do not
-   * change `data_version`, so every method that adds or removes blocks must adjust it (today only
-   * `commitMany` adds).
-   */
-  private countCache: { dataVersion: number, blocks: number } | undefined
 
   /** Opens (creating if needed) the store at `path`; `:memory:` gives a private in-memory store. */
   constructor(path: string, options: StoreOptions = {}) {
@@ -219,8 +213,6 @@ export class BlockStore {
       if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now, false)
       return { ...result, duplicateOf }
     }))
-    // Our own commits do not change `data_version`, so the cached count stays valid if we add ours.
-    if (this.countCache) this.countCache.blocks += results.filter((r) => r.created).length
     return results
   }
 
@@ -420,7 +412,6 @@ export class BlockStore {
     const result = forgetBlocks(this.forgetHost(), target, options)
     if (!result.dryRun && result.deleted.length > 0) {
       this.matchCounts.clear()
-      this.countCache = undefined
       this.forgets++
     }
     return result
@@ -460,16 +451,12 @@ export class BlockStore {
 
   /**
    * Total number of blocks; the prompt context line asks on every step. `count(*)` reads the
-   * whole id index (65–144 ms at a million blocks), so the answer is cached: this connection's
-   * commits update it, and a write by another connection (SQLite's `data_version`) makes it recount.
+   * whole id index (65–144 ms at a million blocks), so the schema keeps the number in a row that
+   * triggers move on every insert and delete of a block, whichever connection or code path
+   * writes (`block_count`, lib/store/schema.ts): one row read, always current.
    */
   count(): number {
-    const version = this.dataVersion()
-    const cache = this.countCache
-    if (cache && cache.dataVersion === version) return cache.blocks
-    const blocks = Number((this.stmt('count', 'SELECT count(*) AS n FROM blocks').get() as { n: number }).n)
-    this.countCache = { dataVersion: version, blocks }
-    return blocks
+    return Number((this.stmt('count', 'SELECT n FROM block_count').get() as { n: number }).n)
   }
 
   /** Runs SQLite's integrity check; `['ok']` when the file is sound. */
@@ -506,7 +493,6 @@ export class BlockStore {
       return result
     } catch (error) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK')
-      this.countCache = undefined // a joined commit may have counted blocks that were rolled back
       throw error
     }
   }
@@ -585,8 +571,6 @@ export class BlockStore {
       this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
       this.nearKeys.set(row.id, nearKey(row.text))
       this.matchCounts.clear()
-      // Our own writes do not change `data_version`, so the cached count must follow them.
-      if (this.countCache) this.countCache.blocks++
       return true
     }
     this.stmt('importMerge', `UPDATE blocks SET
