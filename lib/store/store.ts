@@ -172,9 +172,11 @@ export class BlockStore {
     const rows = inputs.map((input, i) => this.validate(input, inputs.length > 1 ? `inputs[${i}].` : ''))
     const now = this.now()
     // No RETURNING: with it, node:sqlite's insert costs twice as much (measured by bench:perf);
-    // `changes` and `lastInsertRowid` say the same thing.
-    const insert = this.stmt('insert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
+    // `changes` and `lastInsertRowid` say the same thing. The near-duplicate key is written with
+    // the row: setting it afterwards cost a second lookup, a row rewrite and an insert plus a
+    // delete in the index of unkeyed rows, per note (docs/benchmarks.md, "Scale").
+    const insert = this.stmt('insert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, near_key)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
     const update = this.stmt('update', `UPDATE blocks SET
       source = CASE WHEN ?1 <> '' THEN ?1 ELSE source END,
       scene = CASE WHEN ?2 <> '' THEN ?2 ELSE scene END,
@@ -192,12 +194,11 @@ export class BlockStore {
         this.scopes.join(duplicateOf, row.scope, now) // the kept note now also belongs to this scope
         return { id: duplicateOf, created: false, duplicateOf }
       }
-      const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now)
+      const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now, keys[i]!)
       const created = Number(inserted.changes) === 1
       let replaced: string | undefined
       if (created) {
         index.run(inserted.lastInsertRowid, withoutCjk(row.text), cjkIndexText(row.text))
-        this.nearKeys.set(row.id, keys[i]!)
       } else {
         update.run(row.source, row.scene, row.semanticType, now, row.id)
         // Saying a replaced text again makes it current again: the later commit wins.
