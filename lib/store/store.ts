@@ -248,12 +248,14 @@ export class BlockStore {
 
   /**
    * Runs an FTS5 MATCH expression and returns up to `limit` candidates by bm25 with the given
-   * column weights. The expression must come from `lib/recall/fts-query.ts`, which quotes
+   * column weights (or the newest `limit`, with theirs). The expression must come from `lib/recall/fts-query.ts`, which quotes
    * every term; user text never reaches MATCH directly.
    */
-  ftsCandidates(match: string, limit: number, weights: readonly [number, number] = [1, 1]): FtsCandidate[] {
-    const sql = `SELECT rowid, bm25(blocks_fts, ?, ?) AS bm25 FROM blocks_fts WHERE blocks_fts MATCH ? ORDER BY bm25 LIMIT ?`
-    const rows = this.stmt('fts', sql).all(weights[0], weights[1], match, limit) as Array<{ rowid: number, bm25: number }>
+  ftsCandidates(match: string, limit: number, weights: readonly [number, number] = [1, 1], newest = false): FtsCandidate[] {
+    // `newest`: the latest `limit` matches (FTS5 walks the postings from the end and stops), each
+    // with its bm25, instead of scoring every match to keep the best: a lone very common term.
+    const sql = `SELECT rowid, bm25(blocks_fts, ?, ?) AS bm25 FROM blocks_fts WHERE blocks_fts MATCH ? ORDER BY ${newest ? 'rowid DESC' : 'bm25'} LIMIT ?`
+    const rows = this.stmt(newest ? 'ftsNewest' : 'fts', sql).all(weights[0], weights[1], match, limit) as Array<{ rowid: number, bm25: number }>
     return rows.map((r) => ({ rowid: Number(r.rowid), bm25: Number(r.bm25) }))
   }
 
@@ -295,6 +297,14 @@ export class BlockStore {
     const found = new Map(rows.map((row) => [String(row.term), Number(row.doc)]))
     for (const bigram of missing) out.set(bigram, this.rememberCount(cjkCountKey(bigram), found.get(bigram) ?? 0))
     return out
+  }
+
+  /**
+   * Rowids of up to `limit` blocks matching an FTS5 expression (from `lib/recall/fts-query.ts`),
+   * unranked: the cheapest "does any note hold this" the index answers (it stops at the first).
+   */
+  ftsRowids(match: string, limit: number): number[] {
+    return this.stmt('ftsRowids', 'SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH ? LIMIT ?').all(match, limit).map((r) => Number(r.rowid))
   }
 
   /** The document-frequency cache, emptied first if any connection wrote since it was filled. */
