@@ -1,5 +1,5 @@
 /**
- * `npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T] [--cache DIR]`
+ * `npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T] [--cache DIR] [--kinds k1,k2]`
  *
  * Performance of the store, recall and the per-turn plugin hook at N blocks, against the floor of
  * raw FTS5 over an equivalent bare table measured in the same run. See docs/benchmarks.md.
@@ -58,6 +58,7 @@ const { values: args } = parseArgs({
     keep: { type: 'boolean', default: false },
     cache: { type: 'string', default: '' },
     rebuild: { type: 'boolean', default: false },
+    kinds: { type: 'string', default: SCALE_QUERY_KINDS.join(',') },
   },
 })
 const N = positive('blocks')
@@ -69,6 +70,10 @@ const BATCH = positive('batch')
 const WORKSPACES = Number(args.workspaces)
 if (!Number.isInteger(WORKSPACES) || WORKSPACES < 0) throw new Error(`--workspaces must be a whole number, got ${String(args.workspaces)}`)
 const WARMUP = 20
+const KINDS = args.kinds.split(',').map((k) => {
+  if (!(SCALE_QUERY_KINDS as readonly string[]).includes(k)) throw new Error(`--kinds: unknown kind ${k} (known: ${SCALE_QUERY_KINDS.join(', ')})`)
+  return k as QueryKind
+})
 
 function positive(name: keyof typeof args): number {
   const value = Number(args[name])
@@ -201,7 +206,7 @@ const gateWork: Record<string, number> = {}
 const ratios: number[] = []
 const gate = { minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, minScore: 0, topK: 5 }
 const floorRatiosP99: Record<string, number> = {}
-for (const kind of SCALE_QUERY_KINDS) {
+for (const kind of KINDS) {
   const ours: number[] = []
   const oursCpu: number[] = []
   const ungated: number[] = []
@@ -266,7 +271,7 @@ const ratioP50 = Math.max(...ratios)
 
 // 4. Per-turn overhead in a real agent loop.
 const turnQueries: string[] = []
-for (let i = 0; i < WARMUP + TURNS; i++) turnQueries.push(gen.query(SCALE_QUERY_KINDS[i % SCALE_QUERY_KINDS.length] as QueryKind, Math.floor((i * 1_234_567) % N)))
+for (let i = 0; i < WARMUP + TURNS; i++) turnQueries.push(gen.query(KINDS[i % KINDS.length]!, Math.floor((i * 1_234_567) % N)))
 const pre = await measurePreStep(storePath, turnQueries.slice(WARMUP), WARMUP)
 const prestep = tail(pre.overheadMs)
 log(`pre-step overhead over ${pre.overheadMs.length} turns: p50 ${prestep.p50_ms.toFixed(3)} ms  p99 ${prestep.p99_ms.toFixed(3)} ms  p99.9 ${prestep.p999_ms.toFixed(3)} ms; ` +
@@ -279,7 +284,7 @@ const scopedRatios: number[] = []
 if (WORKSPACES > 0) {
   const scopedReader = new BlockStore(scopedPath)
   const singleReader = new BlockStore(storePath)
-  for (const kind of SCALE_QUERY_KINDS) {
+  for (const kind of KINDS) {
     const inScope: number[] = []
     const whole: number[] = []
     for (let q = 0; q < WARMUP + QUERIES; q++) {
