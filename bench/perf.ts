@@ -1,5 +1,5 @@
 /**
- * `npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T]`
+ * `npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T] [--cache DIR] [--kinds k1,k2]`
  *
  * Performance of the store, recall and the per-turn plugin hook at N blocks, against the floor of
  * raw FTS5 over an equivalent bare table measured in the same run. See docs/benchmarks.md.
@@ -15,10 +15,19 @@
  * 5. Scopes (`--workspaces W`, default 20; 0 skips): the same N blocks committed into a second file,
  *    block i into workspace i mod W, and each query recalled in the workspace of the block it was
  *    cut from (plus global), alternating with the unscoped recall of the single-scope file of step 1.
- * With `--json` the last line is one JSON object with the keys the issue names.
+ * With `--json` the last line is one JSON object with the keys the issue names. Every latency is
+ * reported at p50, p99 and p99.9, wall time and this process's CPU time side by side (on a loaded
+ * machine CPU time is close to what a quiet one gives).
+ *
+ * `--cache DIR` keeps the files of steps 1, 2 and 5 (and the commit rates measured while building
+ * them) in a folder under DIR named for the corpus, batch sizes and schema version, and reuses
+ * them on the next run with the same parameters: a million-note store takes minutes to build on a
+ * busy two-core machine. The commit rates of a reused build are those measured when it was built
+ * (`cached_build: true` in the JSON); a file of an older schema is upgraded when opened, and
+ * `--rebuild` builds (and measures) afresh.
  */
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { parseArgs } from 'node:util'
@@ -29,12 +38,13 @@ import { recallBlocks } from '../lib/recall/recall.ts'
 import { queryContent, relevance } from '../lib/recall/relevance.ts'
 import { analyzeQuery } from '../lib/recall/symbols.ts'
 import { GLOBAL_SCOPE, workspaceScope } from '../lib/store/scope-key.ts'
+import { SCHEMA_VERSION } from '../lib/store/schema.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { canonicalText, scrubQuery } from '../lib/text/normalize.ts'
-import { QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
+import { SCALE_QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
 import { measurePreStep } from './prestep.ts'
-import { nowMs, percentile, round, summary } from './stats.ts'
+import { cpuMs, nowMs, percentile, round, summary, tail } from './stats.ts'
 
 const { values: args } = parseArgs({
   options: {
@@ -47,6 +57,9 @@ const { values: args } = parseArgs({
     workspaces: { type: 'string', default: '20' },
     json: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
+    cache: { type: 'string', default: '' },
+    rebuild: { type: 'boolean', default: false },
+    kinds: { type: 'string', default: SCALE_QUERY_KINDS.join(',') },
   },
 })
 const N = positive('blocks')
@@ -58,6 +71,10 @@ const BATCH = positive('batch')
 const WORKSPACES = Number(args.workspaces)
 if (!Number.isInteger(WORKSPACES) || WORKSPACES < 0) throw new Error(`--workspaces must be a whole number, got ${String(args.workspaces)}`)
 const WARMUP = 20
+const KINDS = args.kinds.split(',').map((k) => {
+  if (!(SCALE_QUERY_KINDS as readonly string[]).includes(k)) throw new Error(`--kinds: unknown kind ${k} (known: ${SCALE_QUERY_KINDS.join(', ')})`)
+  return k as QueryKind
+})
 
 function positive(name: keyof typeof args): number {
   const value = Number(args[name])
@@ -70,39 +87,58 @@ function log(line: string): void {
   else console.error(line)
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-'))
+const started = nowMs()
+const startedCpu = process.cpuUsage()
+const cacheKey = `perf-${N}-seed${SEED}-single${SINGLE}-batch${BATCH}-w${WORKSPACES}`
+const dir = args.cache !== '' ? join(args.cache, cacheKey) : mkdtempSync(join(tmpdir(), 'stablemem-bench-'))
 const storePath = join(dir, 'memory.db')
 const floorPath = join(dir, 'floor.db')
+const scopedPath = join(dir, 'scoped.db')
+const metaPath = join(dir, 'build.json')
 const gen = corpus(SEED)
 
-// 1. Commit through the package's own path.
-log(`corpus: ${N} blocks, seed ${SEED}; files in ${dir}`)
-const store = new BlockStore(storePath)
-let t0 = nowMs()
-for (let i = 0; i < SINGLE; i++) store.commit({ text: gen.block(i).text, source: 'bench' })
-const singleMs = nowMs() - t0
-let batchMs = 0
-for (let from = SINGLE; from < N; from += BATCH) {
-  const inputs = []
-  for (let i = from; i < Math.min(N, from + BATCH); i++) inputs.push({ text: gen.block(i).text, source: 'bench' })
-  t0 = nowMs()
-  store.commitMany(inputs)
-  batchMs += nowMs() - t0
+/** What building the files measured, kept beside them when they are cached. */
+interface Build { commitPerS: number, batchCommitPerS: number, floorInsertPerS: number, stored: number, schema: number }
+const cached = args.cache !== '' && !args.rebuild && existsSync(metaPath)
+let build: Build
+if (cached) {
+  build = JSON.parse(readFileSync(metaPath, 'utf8')) as Build
+  log(`corpus: ${N} blocks, seed ${SEED}; reusing the files built in ${dir} at schema version ${build.schema} (opening upgrades them)`)
+} else {
+  if (args.cache !== '') { rmSync(dir, { recursive: true, force: true }); mkdirSync(dir, { recursive: true }) }
+  build = buildFiles()
+  if (args.cache !== '') writeFileSync(metaPath, JSON.stringify(build))
 }
-const stored = store.count()
-store.close()
+const { commitPerS, batchCommitPerS, floorInsertPerS, stored } = build
 const dbBytes = statSync(storePath).size
-const commitPerS = SINGLE / (singleMs / 1000)
-const batchCommitPerS = N > SINGLE ? (N - SINGLE) / (batchMs / 1000) : Number.NaN
 log(`commit: ${SINGLE} single at ${Math.round(commitPerS)}/s; ${N - SINGLE} batched (${BATCH}) at ${Math.round(batchCommitPerS)}/s; ${stored} distinct blocks; file ${(dbBytes / 2 ** 20).toFixed(1)} MB`)
+log(`floor: raw insert into bare table + FTS5 at ${Math.round(floorInsertPerS)}/s (our batched commit is ${(batchCommitPerS / floorInsertPerS).toFixed(2)}× of it)`)
 
-// 2. The floor: the same indexed text in a bare table, raw statements, one transaction.
-const floor = new DatabaseSync(floorPath)
-floor.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536;
-  CREATE TABLE b (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);
-  CREATE VIRTUAL TABLE f USING fts5(latin, cjk, content = '', tokenize = 'porter unicode61 remove_diacritics 2');`)
-t0 = nowMs()
-{
+/** Steps 1, 2 and the scoped file of step 5: every file the run reads, with the write rates measured on the way. */
+function buildFiles(): Build {
+  // 1. Commit through the package's own path.
+  log(`corpus: ${N} blocks, seed ${SEED}; files in ${dir}`)
+  const store = new BlockStore(storePath)
+  let t0 = nowMs()
+  for (let i = 0; i < SINGLE; i++) store.commit({ text: gen.block(i).text, source: 'bench' })
+  const singleMs = nowMs() - t0
+  let batchMs = 0
+  for (let from = SINGLE; from < N; from += BATCH) {
+    const inputs = []
+    for (let i = from; i < Math.min(N, from + BATCH); i++) inputs.push({ text: gen.block(i).text, source: 'bench' })
+    t0 = nowMs()
+    store.commitMany(inputs)
+    batchMs += nowMs() - t0
+  }
+  const stored = store.count()
+  store.close()
+
+  // 2. The floor: the same indexed text in a bare table, raw statements, one transaction.
+  const floor = new DatabaseSync(floorPath)
+  floor.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536;
+    CREATE TABLE b (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);
+    CREATE VIRTUAL TABLE f USING fts5(latin, cjk, content = '', tokenize = 'porter unicode61 remove_diacritics 2');`)
+  t0 = nowMs()
   const insertText = floor.prepare('INSERT INTO b (rowid, text) VALUES (?, ?)')
   const insertFts = floor.prepare('INSERT INTO f (rowid, latin, cjk) VALUES (?, ?, ?)')
   floor.exec('BEGIN')
@@ -115,9 +151,36 @@ t0 = nowMs()
     insertFts.run(i + 1, withoutCjk(text), cjkIndexText(text))
   }
   floor.exec('COMMIT')
+  const floorInsertPerS = N / ((nowMs() - t0) / 1000)
+  floor.close()
+
+  // 5's file: the same N blocks, block i in workspace i mod W.
+  if (WORKSPACES > 0) {
+    const writer = new BlockStore(scopedPath)
+    for (let from = 0; from < N; from += BATCH) {
+      const inputs = []
+      for (let i = from; i < Math.min(N, from + BATCH); i++) inputs.push({ text: gen.block(i).text, source: 'bench', scope: workspaceOf(i) })
+      writer.commitMany(inputs)
+    }
+    writer.close()
+  }
+  return {
+    commitPerS: SINGLE / (singleMs / 1000),
+    batchCommitPerS: N > SINGLE ? (N - SINGLE) / (batchMs / 1000) : Number.NaN,
+    floorInsertPerS,
+    stored,
+    schema: SCHEMA_VERSION,
+  }
 }
-const floorInsertPerS = N / ((nowMs() - t0) / 1000)
-log(`floor: raw insert into bare table + FTS5 at ${Math.round(floorInsertPerS)}/s (our batched commit is ${(batchCommitPerS / floorInsertPerS).toFixed(2)}× of it)`)
+
+/** The workspace block i is committed into in the scoped file (a fixed folder name, so a cached file stays valid). */
+function workspaceOf(i: number): string {
+  return workspaceScope(join('/bench', `project-${i % WORKSPACES}`))
+}
+
+const floor = new DatabaseSync(floorPath)
+floor.exec('PRAGMA cache_size = -65536')
+let t0 = nowMs()
 const floorQuery = floor.prepare(`SELECT b.rowid, b.text FROM (SELECT rowid, bm25(f) AS s FROM f WHERE f MATCH ? ORDER BY s LIMIT 10) AS m
   JOIN b ON b.rowid = m.rowid ORDER BY m.s`)
 
@@ -130,24 +193,31 @@ const countMs = nowMs() - t0
 t0 = nowMs()
 reader.count()
 log(`note count for the context line: ${countMs.toFixed(3)} ms counted, ${(nowMs() - t0).toFixed(3)} ms cached`)
-const recall: Record<string, { p50_ms: number, p99_ms: number }> = {}
-const baseline: Record<string, { p50_ms: number, p99_ms: number }> = {}
+/** Wall-time quantiles plus the same quantiles of CPU time. */
+type Timing = ReturnType<typeof tail> & { cpu_p50_ms: number, cpu_p99_ms: number, cpu_p999_ms: number }
+const timing = (wall: readonly number[], cpu: readonly number[]): Timing => {
+  const c = tail(cpu)
+  return { ...tail(wall), cpu_p50_ms: c.p50_ms, cpu_p99_ms: c.p99_ms, cpu_p999_ms: c.p999_ms }
+}
+const recall: Record<string, Timing> = {}
+const baseline: Record<string, Timing> = {}
 const withoutGate: Record<string, { p50_ms: number, p99_ms: number }> = {}
 const gateOverhead: Record<string, number> = {}
 const gateWork: Record<string, number> = {}
 // CPU time (process.cpuUsage, µs resolution) beside wall time: under load it stays close to a quiet machine's.
 const gateCpu: Record<string, { recall_p50_ms: number, without_gate_p50_ms: number, overhead_p50_ms: number, work_p50_ms: number }> = {}
-const cpuMs = (since: NodeJS.CpuUsage) => { const d = process.cpuUsage(since); return (d.user + d.system) / 1000 }
 const ratios: number[] = []
 const gate = { minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, minScore: 0, topK: 5 }
-for (const kind of QUERY_KINDS) {
+const floorRatiosP99: Record<string, number> = {}
+for (const kind of KINDS) {
   const ours: number[] = []
+  const oursCpu: number[] = []
   const ungated: number[] = []
   const work: number[] = []
-  const oursCpu: number[] = []
   const ungatedCpu: number[] = []
   const workCpu: number[] = []
   const raw: number[] = []
+  const rawCpu: number[] = []
   let empty = 0
   let hitSum = 0
   for (let q = 0; q < WARMUP + QUERIES; q++) {
@@ -187,16 +257,17 @@ for (const kind of QUERY_KINDS) {
       if (q >= WARMUP) { work.push(ms); workCpu.push(cpuMs(cpu)) }
     }
     const runRaw = () => {
+      const cpu = process.cpuUsage()
       const start = nowMs()
       if (match !== '') floorQuery.all(match)
       const ms = nowMs() - start
-      if (q >= WARMUP) raw.push(ms)
+      if (q >= WARMUP) { raw.push(ms); rawCpu.push(cpuMs(cpu)) }
     }
     // Alternating order, so that neither side always finds the other's counts cached; the gate's
     // work alone is timed on the odd queries, before the full path has read the notes' counts.
     if (q % 2 === 0) { runOurs(); runUngated(); runRaw() } else { runRaw(); runUngated(); runWork(); runOurs() }
   }
-  recall[kind] = summary(ours)
+  recall[kind] = timing(ours, oursCpu)
   withoutGate[kind] = summary(ungated)
   // Paired per query (both runs of one query are adjacent), so a burst of load hits both sides.
   gateOverhead[kind] = round(percentile(ours.map((ms, i) => ms - ungated[i]!), 50), 3)
@@ -207,10 +278,12 @@ for (const kind of QUERY_KINDS) {
     overhead_p50_ms: round(percentile(oursCpu.map((ms, i) => ms - ungatedCpu[i]!), 50), 3),
     work_p50_ms: round(percentile(workCpu, 50), 3),
   }
-  baseline[kind] = summary(raw)
+  baseline[kind] = timing(raw, rawCpu)
   ratios.push(percentile(ours, 50) / percentile(raw, 50))
-  log(`recall ${kind.padEnd(20)} p50 ${recall[kind].p50_ms.toFixed(3)} ms  p99 ${recall[kind].p99_ms.toFixed(3)} ms | ` +
-    `raw FTS5 p50 ${baseline[kind].p50_ms.toFixed(3)} ms  p99 ${baseline[kind].p99_ms.toFixed(3)} ms | ` +
+  floorRatiosP99[kind] = round(percentile(ours, 99) / percentile(raw, 99), 2)
+  log(`recall ${kind.padEnd(20)} p50 ${recall[kind].p50_ms.toFixed(3)} ms  p99 ${recall[kind].p99_ms.toFixed(3)} ms  p99.9 ${recall[kind].p999_ms.toFixed(3)} ms ` +
+    `(cpu p99 ${recall[kind].cpu_p99_ms.toFixed(3)} ms) | ` +
+    `raw FTS5 p50 ${baseline[kind].p50_ms.toFixed(3)} ms  p99 ${baseline[kind].p99_ms.toFixed(3)} ms (cpu p99 ${baseline[kind].cpu_p99_ms.toFixed(3)} ms) | ` +
     `ratio p50 ${(percentile(ours, 50) / percentile(raw, 50)).toFixed(2)} | gate +${gateOverhead[kind]!.toFixed(3)} ms at p50 (its own work ${gateWork[kind]!.toFixed(3)} ms; CPU +${gateCpu[kind]!.overhead_p50_ms.toFixed(3)} / ${gateCpu[kind]!.work_p50_ms.toFixed(3)} ms) | mean hits ${(hitSum / QUERIES).toFixed(1)}, empty ${empty}`)
 }
 reader.close()
@@ -219,10 +292,10 @@ const ratioP50 = Math.max(...ratios)
 
 // 4. Per-turn overhead in a real agent loop.
 const turnQueries: string[] = []
-for (let i = 0; i < WARMUP + TURNS; i++) turnQueries.push(gen.query(QUERY_KINDS[i % QUERY_KINDS.length] as QueryKind, Math.floor((i * 1_234_567) % N)))
+for (let i = 0; i < WARMUP + TURNS; i++) turnQueries.push(gen.query(KINDS[i % KINDS.length]!, Math.floor((i * 1_234_567) % N)))
 const pre = await measurePreStep(storePath, turnQueries.slice(WARMUP), WARMUP)
-const prestep = summary(pre.overheadMs)
-log(`pre-step overhead over ${pre.overheadMs.length} turns: p50 ${prestep.p50_ms.toFixed(3)} ms  p99 ${prestep.p99_ms.toFixed(3)} ms; ` +
+const prestep = tail(pre.overheadMs)
+log(`pre-step overhead over ${pre.overheadMs.length} turns: p50 ${prestep.p50_ms.toFixed(3)} ms  p99 ${prestep.p99_ms.toFixed(3)} ms  p99.9 ${prestep.p999_ms.toFixed(3)} ms; ` +
   `${pre.injected}/${pre.turns} turns got notes`)
 
 // 5. Scopes: W workspaces over the same total, recall within one workspace + global.
@@ -230,18 +303,9 @@ const scoped: Record<string, { p50_ms: number, p99_ms: number }> = {}
 const single: Record<string, { p50_ms: number, p99_ms: number }> = {}
 const scopedRatios: number[] = []
 if (WORKSPACES > 0) {
-  const scopedPath = join(dir, 'scoped.db')
-  const workspaceOf = (i: number) => workspaceScope(join(dir, `project-${i % WORKSPACES}`))
-  const writer = new BlockStore(scopedPath)
-  for (let from = 0; from < N; from += BATCH) {
-    const inputs = []
-    for (let i = from; i < Math.min(N, from + BATCH); i++) inputs.push({ text: gen.block(i).text, source: 'bench', scope: workspaceOf(i) })
-    writer.commitMany(inputs)
-  }
-  writer.close()
   const scopedReader = new BlockStore(scopedPath)
   const singleReader = new BlockStore(storePath)
-  for (const kind of QUERY_KINDS) {
+  for (const kind of KINDS) {
     const inScope: number[] = []
     const whole: number[] = []
     for (let q = 0; q < WARMUP + QUERIES; q++) {
@@ -265,23 +329,35 @@ if (WORKSPACES > 0) {
 
 const rssMb = process.resourceUsage().maxRSS / 1024
 log(`peak RSS ${rssMb.toFixed(0)} MB`)
-if (!args.keep) rmSync(dir, { recursive: true, force: true })
+if (!args.keep && args.cache === '') rmSync(dir, { recursive: true, force: true })
+const elapsedS = (nowMs() - started) / 1000
+log(`whole run ${elapsedS.toFixed(0)} s wall, ${(cpuMs(startedCpu) / 1000).toFixed(0)} s CPU; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`)
 
 const result = {
   blocks: N,
   commit_per_s: Math.round(commitPerS),
   batch_commit_per_s: Math.round(batchCommitPerS),
+  floor_commit_per_s: Math.round(floorInsertPerS),
+  batch_vs_floor: round(batchCommitPerS / floorInsertPerS, 2),
+  cached_build: cached,
+  built_at_schema: build.schema,
+  count_first_ms: round(countMs),
   db_mb: round(dbBytes / 2 ** 20, 1),
   rss_mb: Math.round(rssMb),
   recall,
   baseline,
   ratio_p50: round(ratioP50, 2),
+  ratio_p99_vs_floor: floorRatiosP99,
   recall_without_gate: withoutGate,
   gate_overhead_p50_ms: gateOverhead,
   gate_work_p50_ms: gateWork,
   gate_cpu: gateCpu,
   prestep_p50_ms: prestep.p50_ms,
   prestep_p99_ms: prestep.p99_ms,
+  prestep_p999_ms: prestep.p999_ms,
+  elapsed_s: Math.round(elapsedS),
+  cpu_s: Math.round(cpuMs(startedCpu) / 1000),
+  load_avg: loadavg().map((l) => round(l, 1)),
   ...(WORKSPACES > 0 ? { scopes: { workspaces: WORKSPACES, recall: scoped, single_scope: single, ratio_p99_max: round(Math.max(...scopedRatios), 2) } } : {}),
 }
 if (args.json) console.log(JSON.stringify(result))

@@ -23,3 +23,14 @@ export function round(value: number, digits = 3): number {
   const f = 10 ** digits
   return Math.round(value * f) / f
 }
+
+/** p50, p99 and p99.9 in ms (three decimals): the tail a million-note store is judged by. */
+export function tail(samples: readonly number[]): { p50_ms: number, p99_ms: number, p999_ms: number } {
+  return { ...summary(samples), p999_ms: round(percentile(samples, 99.9)) }
+}
+
+/** CPU time this process used since `since` (user + system, `process.cpuUsage`), in ms at µs resolution. */
+export function cpuMs(since: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(since)
+  return (used.user + used.system) / 1000
+}

@@ -5,6 +5,7 @@ import { arbitrate } from './arbitration.ts'
 import { CHAR_SHARE, charOverlap, queryChars } from './char-overlap.ts'
 import { COVERAGE_SHARE, coverage, weightedWords } from './coverage.ts'
 import { matchAny, matchPhrase } from './fts-query.ts'
+import { phraseForms, presentNeighbours } from './near-symbols.ts'
 import { queryContent, relevance } from './relevance.ts'
 import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
 import type { RecallSource } from './source.ts'
@@ -60,7 +61,9 @@ interface Candidate {
  *    (`symbols.ts`; a pasted transcript loses its speaker labels and weighs repeated terms and
  *    its last turn more); a long query keeps its rarest terms (`specificTerms`).
  * 2. FTS5 generates candidates: an OR by bm25 of the terms some note holds, rarest first within
- *    a postings bound (`searchTerms`), plus each exact symbol as a phrase. Superseded blocks are dropped.
+ *    a postings bound (`searchTerms`), plus each exact symbol as a phrase. When even the rarest
+ *    term is past the bound (a lone 服务 in a big store), the newest notes holding it are the
+ *    candidates, each with its bm25, rather than every one scored. Superseded blocks are dropped.
  * 3. Abstention: if the query names specific numeric strings and the store holds none of them,
  *    return no hits, marked with the reason (`abstain.ts`).
  * 4. Lexical score in [0, 1]: bm25 relative to the best candidate, blended with the share of the
@@ -83,16 +86,17 @@ export function recallBlocks(store: RecallSource, query: string, options: Recall
   const bm25 = new Map<number, number>()
   const scopes = options.scopes
   const found = new Map<string, boolean>() // per searched expression: did the union hold a match
-  const addCandidates = (match: string, limit: number) => {
+  const addCandidates = (match: string, limit: number, newest = false) => {
     if (match === '') return
-    const candidates = scopes ? store.scopes.ftsCandidates(match, limit, scopes) : store.ftsCandidates(match, limit)
+    const candidates = scopes ? store.scopes.ftsCandidates(match, limit, scopes, undefined, newest) : store.ftsCandidates(match, limit, undefined, newest)
     found.set(match, candidates.length > 0)
     for (const c of candidates) {
       const known = bm25.get(c.rowid)
       if (known === undefined || c.bm25 < known) bm25.set(c.rowid, c.bm25)
     }
   }
-  addCandidates(matchAny(searchTerms(store, analysis)), CANDIDATES)
+  const terms = searchTerms(store, analysis)
+  addCandidates(matchAny(terms), CANDIDATES, postings(store, terms) > SEARCH_POSTINGS)
   for (const symbol of analysis.exact) for (const variant of symbolVariants(symbol)) addCandidates(matchPhrase(variant), EXACT_CANDIDATES)
   const blocks = current([...store.blocksByRowid([...bm25.keys()])], store, scopes)
 
@@ -100,7 +104,12 @@ export function recallBlocks(store: RecallSource, query: string, options: Recall
     const decisive = decisiveSymbols(text, analysis.exact)
     const held = (s: string) => inStore(store, s, scopes, found)
     if (decisive.length > 0 && decisive.every((s) => !held(s))) {
-      const near = decisive.slice(0, NEAR_SYMBOLS).flatMap((s) => typoVariants(s).filter(held))
+      // The neighbours' presence in the whole store in a few lookups (`near-symbols.ts`), then scopes as for any string.
+      const near = decisive.slice(0, NEAR_SYMBOLS).flatMap((s) => {
+        const typos = typoVariants(s)
+        const present = presentNeighbours(store, s, typos.flatMap(phraseForms))
+        return typos.filter((v) => inStore(store, v, scopes, found, present))
+      })
       return markAbstained([], { missing: decisive, mentioned: mentionedWords(analysis, blocks.map(([, b]) => b)), near: [...new Set(near)] })
     }
   }
@@ -190,6 +199,18 @@ export function searchTerms(store: RecallSource, analysis: QueryAnalysis, postin
   return { ...analysis, words: analysis.words.filter(keep), cjkBigrams: analysis.cjkBigrams.filter(keep) }
 }
 
+/**
+ * The postings the FTS search of these terms reads (their document frequencies, summed; cached).
+ * Past `SEARCH_POSTINGS` only the rarest term is left and it alone is that common: ranking every
+ * note that holds it grows with the store (120 ms for a lone 服务 at a million notes).
+ */
+function postings(store: RecallSource, terms: QueryAnalysis): number {
+  let total = 0
+  for (const n of store.cjkDocumentFrequencies(terms.cjkBigrams).values()) total += n
+  for (const word of terms.words) total += store.matchCount(matchPhrase(word))
+  return total
+}
+
 /** The `limit` terms with the lowest non-zero frequency (ties: alphabetical), in their original order. */
 function rarest(terms: readonly string[], df: ReadonlyMap<string, number>, limit: number): string[] {
   const present = terms.filter((t) => (df.get(t) ?? 0) > 0)
@@ -200,13 +221,14 @@ function rarest(terms: readonly string[], df: ReadonlyMap<string, number>, limit
 
 /**
  * Whether any note holds the exact string, as the index tokenises it. A version is found with or
- * without its `v` (`v2.3.1` ↔ `2.3.1`): abstaining wrongly costs more than a weak hit.
+ * without its `v` (`v2.3.1` ↔ `2.3.1`): abstaining wrongly costs more than a weak hit. `present`,
+ * when given, says which phrase forms the whole store holds (`presentNeighbours`).
  */
-function inStore(store: RecallSource, symbol: string, scopes: readonly string[] | undefined, searched: ReadonlyMap<string, boolean>): boolean {
-  const variants = /^v\d/.test(symbol) ? [symbol, symbol.slice(1)] : symbolVariants(symbol)
-  return variants.some((v) => {
+function inStore(store: RecallSource, symbol: string, scopes: readonly string[] | undefined, searched: ReadonlyMap<string, boolean>,
+  present?: ReadonlySet<string>): boolean {
+  return phraseForms(symbol).some((v) => {
     const match = matchPhrase(v)
-    if (store.matchCount(match) === 0) return false // cached: absent from every scope
+    if (present ? !present.has(v) : store.matchCount(match) === 0) return false // cached: absent from every scope
     if (scopes === undefined) return true
     // Within scopes only notes of the union count: the candidate search already asked most of these.
     return searched.get(match) ?? store.scopes.anyMatch(match, scopes)

@@ -6,6 +6,6 @@ import type { ScopeTable } from '../store/scopes.ts'
  * `BlockStore` is one; the team layer's per-query snapshot of PostgreSQL rows and statistics
  * (`lib/team/snapshot.ts`) is another, so both layers rank with the same code.
  */
-export type RecallSource = Pick<BlockStore, 'count' | 'matchCount' | 'cjkDocumentFrequencies' | 'ftsCandidates' | 'blocksByRowid' | 'recordAccess'> & {
+export type RecallSource = Pick<BlockStore, 'count' | 'matchCount' | 'cjkDocumentFrequencies' | 'ftsCandidates' | 'ftsRowids' | 'blocksByRowid' | 'recordAccess'> & {
   readonly scopes: Pick<ScopeTable, 'ftsCandidates' | 'anyMatch' | 'visible'>
 }

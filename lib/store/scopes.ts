@@ -116,14 +116,14 @@ export class ScopeTable {
   }
 
   /**
-   * FTS candidates (as `BlockStore.ftsCandidates`) restricted to blocks in one of `union`'s
+   * FTS candidates (as `BlockStore.ftsCandidates`, `newest` too) restricted to blocks in one of `union`'s
    * scopes. The membership test runs per matching row inside the same statement, so the limit
    * applies after the filter: notes of other workspaces can never crowd the union's out.
    */
-  ftsCandidates(match: string, limit: number, union: readonly string[], weights: readonly [number, number] = [1, 1]): FtsCandidate[] {
+  ftsCandidates(match: string, limit: number, union: readonly string[], weights: readonly [number, number] = [1, 1], newest = false): FtsCandidate[] {
     const sql = `SELECT rowid, bm25(blocks_fts, ?, ?) AS bm25 FROM blocks_fts WHERE blocks_fts MATCH ? AND ${inUnion('blocks_fts.rowid')}
-      ORDER BY bm25 LIMIT ?`
-    const rows = this.deps.stmt('scopedFts', sql).all(weights[0], weights[1], match, JSON.stringify(union), limit) as Array<{ rowid: number, bm25: number }>
+      ORDER BY ${newest ? 'rowid DESC' : 'bm25'} LIMIT ?`
+    const rows = this.deps.stmt(newest ? 'scopedFtsNewest' : 'scopedFts', sql).all(weights[0], weights[1], match, JSON.stringify(union), limit) as Array<{ rowid: number, bm25: number }>
     return rows.map((r) => ({ rowid: Number(r.rowid), bm25: Number(r.bm25) }))
   }
 

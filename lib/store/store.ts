@@ -116,12 +116,6 @@ export class BlockStore {
   private matchCountsVersion = -1
   private vocabReady = false
   private closed = false
-  /**
-   * The block count and the `data_version` it was read at. This connection's own writes do not
-   * change `data_version`, so every method that adds or removes blocks must adjust it (today only
-   * `commitMany` adds).
-   */
-  private countCache: { dataVersion: number, blocks: number } | undefined
 
   /** Opens (creating if needed) the store at `path`; `:memory:` gives a private in-memory store. */
   constructor(path: string, options: StoreOptions = {}) {
@@ -182,9 +176,11 @@ export class BlockStore {
     const rows = inputs.map((input, i) => this.validate(input, inputs.length > 1 ? `inputs[${i}].` : ''))
     const now = this.now()
     // No RETURNING: with it, node:sqlite's insert costs twice as much (measured by bench:perf);
-    // `changes` and `lastInsertRowid` say the same thing.
-    const insert = this.stmt('insert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
+    // `changes` and `lastInsertRowid` say the same thing. The near-duplicate key is written with
+    // the row: setting it afterwards cost a second lookup, a row rewrite and an insert plus a
+    // delete in the index of unkeyed rows, per note (docs/benchmarks.md, "Scale").
+    const insert = this.stmt('insert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, near_key)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
     const update = this.stmt('update', `UPDATE blocks SET
       source = CASE WHEN ?1 <> '' THEN ?1 ELSE source END,
       scene = CASE WHEN ?2 <> '' THEN ?2 ELSE scene END,
@@ -202,12 +198,11 @@ export class BlockStore {
         this.scopes.join(duplicateOf, row.scope, now) // the kept note now also belongs to this scope
         return { id: duplicateOf, created: false, duplicateOf }
       }
-      const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now)
+      const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now, keys[i]!)
       const created = Number(inserted.changes) === 1
       let replaced: string | undefined
       if (created) {
         index.run(inserted.lastInsertRowid, withoutCjk(row.text), cjkIndexText(row.text))
-        this.nearKeys.set(row.id, keys[i]!)
       } else {
         update.run(row.source, row.scene, row.semanticType, now, row.id)
         // Saying a replaced text again makes it current again: the later commit wins.
@@ -223,8 +218,6 @@ export class BlockStore {
       if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now, false)
       return { ...result, duplicateOf }
     }))
-    // Our own commits do not change `data_version`, so the cached count stays valid if we add ours.
-    if (this.countCache) this.countCache.blocks += results.filter((r) => r.created).length
     return results
   }
 
@@ -259,12 +252,14 @@ export class BlockStore {
 
   /**
    * Runs an FTS5 MATCH expression and returns up to `limit` candidates by bm25 with the given
-   * column weights. The expression must come from `lib/recall/fts-query.ts`, which quotes
+   * column weights (or the newest `limit`, with theirs). The expression must come from `lib/recall/fts-query.ts`, which quotes
    * every term; user text never reaches MATCH directly.
    */
-  ftsCandidates(match: string, limit: number, weights: readonly [number, number] = [1, 1]): FtsCandidate[] {
-    const sql = `SELECT rowid, bm25(blocks_fts, ?, ?) AS bm25 FROM blocks_fts WHERE blocks_fts MATCH ? ORDER BY bm25 LIMIT ?`
-    const rows = this.stmt('fts', sql).all(weights[0], weights[1], match, limit) as Array<{ rowid: number, bm25: number }>
+  ftsCandidates(match: string, limit: number, weights: readonly [number, number] = [1, 1], newest = false): FtsCandidate[] {
+    // `newest`: the latest `limit` matches (FTS5 walks the postings from the end and stops), each
+    // with its bm25, instead of scoring every match to keep the best: a lone very common term.
+    const sql = `SELECT rowid, bm25(blocks_fts, ?, ?) AS bm25 FROM blocks_fts WHERE blocks_fts MATCH ? ORDER BY ${newest ? 'rowid DESC' : 'bm25'} LIMIT ?`
+    const rows = this.stmt(newest ? 'ftsNewest' : 'fts', sql).all(weights[0], weights[1], match, limit) as Array<{ rowid: number, bm25: number }>
     return rows.map((r) => ({ rowid: Number(r.rowid), bm25: Number(r.bm25) }))
   }
 
@@ -306,6 +301,14 @@ export class BlockStore {
     const found = new Map(rows.map((row) => [String(row.term), Number(row.doc)]))
     for (const bigram of missing) out.set(bigram, this.rememberCount(cjkCountKey(bigram), found.get(bigram) ?? 0))
     return out
+  }
+
+  /**
+   * Rowids of up to `limit` blocks matching an FTS5 expression (from `lib/recall/fts-query.ts`),
+   * unranked: the cheapest "does any note hold this" the index answers (it stops at the first).
+   */
+  ftsRowids(match: string, limit: number): number[] {
+    return this.stmt('ftsRowids', 'SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH ? LIMIT ?').all(match, limit).map((r) => Number(r.rowid))
   }
 
   /** The document-frequency cache, emptied first if any connection wrote since it was filled. */
@@ -424,7 +427,6 @@ export class BlockStore {
     const result = forgetBlocks(this.forgetHost(), target, options)
     if (!result.dryRun && result.deleted.length > 0) {
       this.matchCounts.clear()
-      this.countCache = undefined
       this.forgets++
     }
     return result
@@ -464,16 +466,12 @@ export class BlockStore {
 
   /**
    * Total number of blocks; the prompt context line asks on every step. `count(*)` reads the
-   * whole id index (65–144 ms at a million blocks), so the answer is cached: this connection's
-   * commits update it, and a write by another connection (SQLite's `data_version`) makes it recount.
+   * whole id index (65–144 ms at a million blocks), so the schema keeps the number in a row that
+   * triggers move on every insert and delete of a block, whichever connection or code path
+   * writes (`block_count`, lib/store/schema.ts): one row read, always current.
    */
   count(): number {
-    const version = this.dataVersion()
-    const cache = this.countCache
-    if (cache && cache.dataVersion === version) return cache.blocks
-    const blocks = Number((this.stmt('count', 'SELECT count(*) AS n FROM blocks').get() as { n: number }).n)
-    this.countCache = { dataVersion: version, blocks }
-    return blocks
+    return Number((this.stmt('count', 'SELECT n FROM block_count').get() as { n: number }).n)
   }
 
   /** Runs SQLite's integrity check; `['ok']` when the file is sound. */
@@ -510,7 +508,6 @@ export class BlockStore {
       return result
     } catch (error) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK')
-      this.countCache = undefined // a joined commit may have counted blocks that were rolled back
       throw error
     }
   }
@@ -589,8 +586,6 @@ export class BlockStore {
       this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
       this.nearKeys.set(row.id, nearKey(row.text))
       this.matchCounts.clear()
-      // Our own writes do not change `data_version`, so the cached count must follow them.
-      if (this.countCache) this.countCache.blocks++
       return true
     }
     this.stmt('importMerge', `UPDATE blocks SET

@@ -108,6 +108,11 @@ export class TeamSnapshot implements RecallSource {
     return out
   }
 
+  /** Rows matching `match`, at most `limit`: abstention asks whether any note holds a typo neighbour. */
+  ftsRowids(match: string, limit: number): number[] {
+    return this.ftsCandidates(match, limit).map((c) => c.rowid)
+  }
+
   ftsCandidates(match: string, limit: number): FtsCandidate[] {
     const phrases = parseMatch(match).filter((p) => p.tokens.length > 0)
     const idf = phrases.map((p) => {

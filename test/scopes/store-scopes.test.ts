@@ -95,7 +95,7 @@ t.test('abstention and supersede work within the union', async (t) => {
 })
 
 t.test('mutation: without the membership test in the FTS query, another workspace\'s note is recalled', async (t) => {
-  const m = mutant({ file: 'store/scopes.ts', from: 'WHERE blocks_fts MATCH ? AND ${inUnion(\'blocks_fts.rowid\')}\n      ORDER BY bm25 LIMIT ?', to: 'WHERE blocks_fts MATCH ? AND (? IS NOT NULL)\n      ORDER BY bm25 LIMIT ?' })
+  const m = mutant({ file: 'store/scopes.ts', from: 'WHERE blocks_fts MATCH ? AND ${inUnion(\'blocks_fts.rowid\')}\n      ORDER BY', to: 'WHERE blocks_fts MATCH ? AND (? IS NOT NULL)\n      ORDER BY' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
   const { recallBlocks: mutatedRecall } = await m.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
