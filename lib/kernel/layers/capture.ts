@@ -1,5 +1,4 @@
 import type { Context } from '@deepseek-ai/cordis'
-import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
 import type {} from '@deepseek-ai/dsh-session'
 import { recallToolNameOf, type Config } from '../../config.ts'
 import type { StableMem } from '../../service.ts'
@@ -18,14 +17,9 @@ interface SessionLike {
  * L1 → L2: when dsh's compaction replaces a region of the conversation (`compaction/summary`
  * for a summary, `compaction/prune` for pruned tool results), the shadowed events stay in the
  * session's append-only log. Capture reads them, keeps what `extractPieces` keeps, and stores it
- * as cold blocks with provenance. Two paths lead here, and storing is idempotent, so a region
- * seen by both (or again after a resume) writes nothing new:
- *
- * - a `session/event` listener, which stores the region the moment compaction announces it;
- * - a sweep after each step's `agent/pre-step` (where dsh's compaction runs), which reads the
- *   session's new events since the last sweep, for compositions where the `session/event`
- *   firehose does not reach the plugin (observed in the real `dsh --profile headless`, see
- *   docs/layers.md); it costs a look at the events appended since the last step.
+ * as cold blocks with provenance. A `session/event` listener stores the region the moment
+ * compaction announces it (the events fire synchronously, before the replacement is appended).
+ * Storing is idempotent, so a region seen again (re-emitted after a resume) writes nothing new.
  *
  * A failure is logged and counted, never thrown: capture must not break the turn that compacts.
  */
@@ -59,21 +53,9 @@ export function registerCompactionCapture(ctx: Context, service: () => StableMem
       failed(error)
     }
   }
-  /** How far each session's log has been swept. */
-  const swept = new WeakMap<object, number>()
   ctx.on('session/event', (session, event) => {
     if (REGION_EVENTS.has(event.type)) capture(session as unknown as SessionLike, event)
   })
-  ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
-    const decision = await next()
-    const session = payload.agent.session as unknown as SessionLike
-    const events = session.events
-    for (let i = swept.get(session) ?? 0; i < events.length; i++) {
-      if (REGION_EVENTS.has(events[i]!.type)) capture(session, events[i]!)
-    }
-    swept.set(session, events.length)
-    return decision
-  }, { prepend: true })
 }
 
 /** The events with these seqs, found by position first (seq = index in a live session) and by search otherwise. */
