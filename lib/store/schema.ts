@@ -127,6 +127,11 @@ export const MIGRATIONS: readonly string[] = [
     lease_until INTEGER NOT NULL DEFAULT 0
   );
   `,
+  // Access-count halving (docs/layers.md): the cold blocks recalled at least once, in rowid order,
+  // so one bounded step of a cooling period's halving pass reads only the blocks it halves.
+  `
+  CREATE INDEX blocks_cold_accessed ON blocks(rowid) WHERE layer = 'cold' AND access_count > 0;
+  `,
 ]
 
 /** The schema version this code writes and reads. */
