@@ -2,7 +2,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type {} from '@deepseek-ai/dsh-session'
 import { recallToolNameOf, type Config } from '../../config.ts'
 import type { StableMem } from '../../service.ts'
-import { extractPieces, type EventLike } from './extract.ts'
+import { extractPieces, type EventLike, type ExtractOptions } from './extract.ts'
 
 /** The session events that announce a region leaving the context window. */
 const REGION_EVENTS = new Set(['compaction/summary', 'compaction/prune'])
@@ -11,6 +11,16 @@ const REGION_EVENTS = new Set(['compaction/summary', 'compaction/prune'])
 interface SessionLike {
   id: string
   events: readonly EventLike[]
+}
+
+/** What capture keeps of a region under this configuration (all of `ExtractOptions` but the region's own ids). */
+export function extractOptionsOf(config: Config): Omit<ExtractOptions, 'sessionId' | 'compactionId'> {
+  return {
+    humanKinds: new Set(config.querySources),
+    ownTools: new Set([config.toolName, recallToolNameOf(config)]),
+    toolResultChars: config.layers.toolResultChars,
+    maxPieceChars: config.maxBlockChars,
+  }
 }
 
 /**
@@ -26,12 +36,7 @@ interface SessionLike {
 export function registerCompactionCapture(ctx: Context, service: () => StableMem, config: Config): void {
   if (!config.layers.capture) return
   const logger = ctx.logger('stablemem')
-  const options = {
-    humanKinds: new Set(config.querySources),
-    ownTools: new Set([config.toolName, recallToolNameOf(config)]),
-    toolResultChars: config.layers.toolResultChars,
-    maxPieceChars: config.maxBlockChars,
-  }
+  const options = extractOptionsOf(config)
   const capture = (session: SessionLike, event: EventLike) => {
     const memory = service()
     if (memory.unavailableReason() !== undefined) return
