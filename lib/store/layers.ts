@@ -19,6 +19,16 @@ export interface Origin {
   compactionId: string
 }
 
+/** A block's holder layer and cooling state (exported and imported with the block). */
+export interface LayerState {
+  layer: Layer
+  /** '' (never tried), `distilled` or `undistilled`. */
+  coolState: string
+  coolAttempts: number
+  /** When an undistilled block may be tried again (ms since the epoch; 0: any time). */
+  coolNextAt: number
+}
+
 /** One piece of text to capture into the cold layer, with its origin. */
 export interface CapturePiece {
   text: string
@@ -318,6 +328,54 @@ export class LayerTable {
     this.host.stmt('layers.halvingSave', 'UPDATE kernel_runs SET last_run_at = ?, result = ? WHERE name = ?')
       .run(periodStart, JSON.stringify({ cursor: cursor ?? null }), HALVING_JOB)
     return halved
+  }
+
+  /** A block's holder layer and cooling state, as the export writes them; undefined for an unknown id. */
+  stateOf(id: string): LayerState | undefined {
+    const row = this.host.stmt('layers.stateOf', 'SELECT layer, cool_state, cool_attempts, cool_next_at FROM blocks WHERE id = ?').get(id) as
+      { layer: string, cool_state: string, cool_attempts: number, cool_next_at: number } | undefined
+    if (row === undefined) return undefined
+    return { layer: row.layer as Layer, coolState: String(row.cool_state), coolAttempts: Number(row.cool_attempts), coolNextAt: Number(row.cool_next_at) }
+  }
+
+  /**
+   * Restores an imported block's layer and cooling state (inside the import's transaction). A
+   * block new to this store takes them as exported. A block both stores hold is `stable` if
+   * either side distilled or saved it (cooling never moves a block back to `cold`), with the
+   * larger attempt count and the later retry time.
+   */
+  importState(id: string, state: LayerState, created: boolean): void {
+    if (created) {
+      this.host.stmt('layers.importState', 'UPDATE blocks SET layer = ?, cool_state = ?, cool_attempts = ?, cool_next_at = ? WHERE id = ?')
+        .run(state.layer, state.coolState, state.coolAttempts, state.coolNextAt, id)
+      return
+    }
+    this.host.stmt('layers.mergeState', `UPDATE blocks SET
+      cool_state = CASE WHEN layer = 'stable' THEN cool_state WHEN ?1 = 'stable' THEN ?2 ELSE CASE WHEN ?2 <> '' THEN ?2 ELSE cool_state END END,
+      layer = CASE WHEN ?1 = 'stable' THEN 'stable' ELSE layer END,
+      cool_attempts = max(cool_attempts, ?3), cool_next_at = max(cool_next_at, ?4)
+      WHERE id = ?5`).run(state.layer, state.coolState, state.coolAttempts, state.coolNextAt, id)
+  }
+
+  /** Every origin row in a stable order, read lazily (the export streams them). */
+  * allOrigins(): IterableIterator<Origin & { blockId: string, capturedAt: number }> {
+    const sql = `SELECT block_id, session_id, seq, event_type, role, event_time, compaction_id, captured_at FROM block_origins
+      ORDER BY event_time, session_id, seq, block_id`
+    for (const r of this.host.stmt('layers.allOrigins', sql).iterate()) {
+      yield {
+        blockId: String(r.block_id), sessionId: String(r.session_id), seq: Number(r.seq), eventType: String(r.event_type), role: String(r.role),
+        eventTime: Number(r.event_time), compactionId: String(r.compaction_id), capturedAt: Number(r.captured_at),
+      }
+    }
+  }
+
+  /** Restores one exported origin row; idempotent (true when it was new). Its block must exist. */
+  importOrigin(origin: Origin & { blockId: string, capturedAt: number }): boolean {
+    if (this.layerOf(origin.blockId) === undefined) throw new StableMemError('not_found', `blockId: no block ${origin.blockId}`)
+    const added = this.host.stmt('layers.importOrigin', `INSERT INTO block_origins (block_id, session_id, seq, event_type, role, event_time, compaction_id, captured_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
+      .run(origin.blockId, origin.sessionId, origin.seq, origin.eventType, origin.role, origin.eventTime, origin.compactionId, origin.capturedAt)
+    return Number(added.changes) > 0
   }
 
   /**
