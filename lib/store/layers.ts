@@ -313,8 +313,10 @@ export class LayerTable {
     const row = this.host.stmt('layers.halvingState', 'SELECT last_run_at, result FROM kernel_runs WHERE name = ?').get(HALVING_JOB) as { last_run_at: number, result: string }
     let periodStart = Number(row.last_run_at)
     let cursor = parseCursor(String(row.result))
-    if (periodStart === 0) {
-      periodStart = now // the first period begins now; nothing is halved before it ends
+    if (periodStart === 0 || periodStart > now) {
+      // The first period begins now; nothing is halved before it ends. A period that begins later
+      // than now (a tick run with a future `--now`) would stall halving until then: it begins now.
+      periodStart = now
     } else if (cursor === undefined && now - periodStart >= periodMs) {
       periodStart = now
       cursor = 0

@@ -100,6 +100,8 @@ t.test('a halving pass is bounded per step and resumes where it stopped', async 
   t.equal(store.layers.halvingStep(T0 + 72 * HOUR, 72 * HOUR, 1), 1, 'the next step goes on after it')
   t.same([store.get(a)!.accessCount, store.get(b)!.accessCount], [2, 10])
   t.equal(store.layers.halvingStep(T0 + 73 * HOUR, 72 * HOUR, 1), 0, 'the pass is complete until the next period')
+  t.equal(store.layers.halvingStep(T0 + 1_000 * HOUR, 72 * HOUR, 1), 1, 'a tick with a far future clock starts a pass…')
+  t.equal(store.layers.halvingStep(T0 + 146 * HOUR, 72 * HOUR, 1), 1, '…and the real clock later does not wait for that future period')
 })
 
 t.test('mutation: a pass that does not remember where it stopped halves every tick', async (t) => {
