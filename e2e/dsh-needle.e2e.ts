@@ -83,9 +83,11 @@ t.test('dsh --profile headless: a needle compacted away in run 1 is recalled in 
   ]
   const store = join(work, 'memory.db')
   const withPlugin = join(work, 'with.patch.yml')
-  // With the plugin, compaction is dsh-stablemem/compaction (dsh's basic engine plus the memory line), named in the same row.
-  const withEngine = base.map((line) => line === '- id: compaction-basic' ? '- id: compaction-basic\n  name: dsh-stablemem/compaction' : line)
-  writeFileSync(withPlugin, [...withEngine, '- insert:', '    - id: stablemem', '      name: dsh-stablemem', '      config:', `        path: ${JSON.stringify(store)}`, ''].join('\n'))
+  // With the plugin, compaction is dsh-stablemem/compaction (dsh's basic engine plus the memory line) with the
+  // same configuration. A patch cannot rename a row, so dsh's row is disabled and ours inserted.
+  const withEngine = [...base.slice(0, 5), '- id: compaction-basic', '  disabled: true']
+  writeFileSync(withPlugin, [...withEngine, '- insert:', '    - id: stablemem', '      name: dsh-stablemem', '      config:', `        path: ${JSON.stringify(store)}`,
+    '    - id: stablemem-compaction', '      name: dsh-stablemem/compaction', `    ${base[6]!}`, ''].join('\n'))
   const without = join(work, 'without.patch.yml')
   writeFileSync(without, [...base, ''].join('\n'))
 
