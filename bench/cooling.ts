@@ -53,12 +53,21 @@ interface TickTimes {
   select: number[]
   distill: number[]
   tick: number[]
+  /** CPU time of the tick (`process.cpuUsage`, user + system). */
+  tickCpu: number[]
   floor: number[]
+  floorCpu: number[]
+}
+
+/** CPU time since `start` (a `process.cpuUsage()` reading), in ms. */
+function cpuSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start)
+  return (used.user + used.system) / 1000
 }
 
 async function ticks(path: string, count: number): Promise<TickTimes> {
   const store = new BlockStore(path)
-  const out: TickTimes = { select: [], distill: [], tick: [], floor: [] }
+  const out: TickTimes = { select: [], distill: [], tick: [], tickCpu: [], floor: [], floorCpu: [] }
   try {
     for (let i = 0; i < count; i++) {
       const now = T0 + 73 * HOUR
@@ -68,18 +77,22 @@ async function ticks(path: string, count: number): Promise<TickTimes> {
       t0 = nowMs()
       const facts = candidates.map((c) => distillDeterministic(c.text).map(factText))
       out.distill.push(nowMs() - t0)
+      let cpu = process.cpuUsage()
       t0 = nowMs()
       const report = await coolTick(store, now, RULE, 'bench')
       out.tick.push(nowMs() - t0)
+      out.tickCpu.push(cpuSince(cpu))
       if (report.selected === 0) throw new Error('nothing left to cool: raise --blocks')
       // The floor: as many new blocks and edges as the tick wrote, by plain commits and links in one transaction.
       const rows = facts.flat().map((text) => `floor ${i} ${text}`)
+      cpu = process.cpuUsage()
       t0 = nowMs()
       store.transaction(() => {
         const results = store.commitMany(rows.map((text) => ({ text })))
         for (const [k, result] of results.entries()) store.link({ sourceKind: 'block', sourceId: result.id, targetKind: 'block', targetId: candidates[k % candidates.length]!.id, type: 'floor' })
       })
       out.floor.push(nowMs() - t0)
+      out.floorCpu.push(cpuSince(cpu))
     }
   } finally {
     store.close()
@@ -105,13 +118,17 @@ try {
     blocks: n,
     batch: RULE.batch,
     tick_p50_ms: p50(large.tick),
+    tick_cpu_p50_ms: p50(large.tickCpu),
     tick_max_ms: round(Math.max(...large.tick)),
     select_p50_ms: p50(large.select),
     distill_p50_ms: p50(large.distill),
     write_floor_p50_ms: p50(large.floor),
+    write_floor_cpu_p50_ms: p50(large.floorCpu),
     ratio_to_floor: round(percentile(large.tick, 50) / percentile(large.floor, 50)),
+    cpu_ratio_to_floor: round(percentile(large.tickCpu, 50) / percentile(large.floorCpu, 50)),
     baseline_blocks: smallBlocks,
     baseline_tick_p50_ms: p50(small.tick),
+    baseline_tick_cpu_p50_ms: p50(small.tickCpu),
     ratio_to_small_store: round(percentile(large.tick, 50) / percentile(small.tick, 50)),
     build_seconds: round(buildSeconds, 1),
     load_1m: round(load, 2),

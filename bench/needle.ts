@@ -1,5 +1,6 @@
 /**
- * `npm run bench:needle [-- --json] [--windows 3000,8000,32000] [--overshoots 1,3,10]`
+ * `npm run bench:needle [-- --json] [--windows 3000,8000,32000] [--overshoots 1,3,10] [--captureRuns 30]`
+ * (`--windows=` alone measures only the capture cost)
  *
  * Needles past the window: in the real agent loop with dsh's token meter and basic compaction
  * (threshold .5, a scripted model that writes a short summary), twelve facts of every kind
@@ -131,29 +132,42 @@ function region(n: number, salt: number): EventLike[] {
   return events
 }
 
-function captureCost(dir: string, runs: number): { messages: number, capture_p50_ms: number, capture_max_ms: number, commit_baseline_p50_ms: number, ratio: number } {
+/** Wall and CPU time (`process.cpuUsage`, µs resolution) of `fn`, in ms. */
+function timed(fn: () => void): { wall: number, cpu: number } {
+  const cpu0 = process.cpuUsage()
+  const t0 = nowMs()
+  fn()
+  const wall = nowMs() - t0
+  const cpu = process.cpuUsage(cpu0)
+  return { wall, cpu: (cpu.user + cpu.system) / 1000 }
+}
+
+function captureCost(dir: string, runs: number): Record<string, number> {
   const store = new BlockStore(join(dir, 'capture.db'))
-  const capture: number[] = []
-  const commit: number[] = []
+  const capture: Array<{ wall: number, cpu: number }> = []
+  const commit: Array<{ wall: number, cpu: number }> = []
+  const options = { sessionId: 'bench', humanKinds: new Set(['user']), ownTools: new Set<string>(), toolResultChars: 4_000, maxPieceChars: 32_768 }
   try {
     for (let r = 0; r < runs; r++) {
       const events = region(200, 2 * r)
-      let t0 = nowMs()
-      const pieces = extractPieces(events, { sessionId: 'bench', compactionId: `c${r}`, humanKinds: new Set(['user']), ownTools: new Set(), toolResultChars: 4_000, maxPieceChars: 32_768 })
-      store.layers.capture(pieces, (p) => `compaction:${p.origin.role}`)
-      capture.push(nowMs() - t0)
+      capture.push(timed(() => {
+        const pieces = extractPieces(events, { ...options, compactionId: `c${r}` })
+        store.layers.capture(pieces, (p) => `compaction:${p.origin.role}`)
+      }))
       // Baseline: the same amount of text committed as notes through the normal commit path.
-      const texts = extractPieces(region(200, 2 * r + 1), { sessionId: 'bench', compactionId: '', humanKinds: new Set(['user']), ownTools: new Set(), toolResultChars: 4_000, maxPieceChars: 32_768 }).map((p) => p.text)
-      t0 = nowMs()
-      store.commitMany(texts.map((text) => ({ text })))
-      commit.push(nowMs() - t0)
+      const texts = extractPieces(region(200, 2 * r + 1), { ...options, compactionId: '' }).map((p) => p.text)
+      commit.push(timed(() => { store.commitMany(texts.map((text) => ({ text }))) }))
     }
   } finally {
     store.close()
   }
-  const p50 = percentile(capture, 50)
-  const base = percentile(commit, 50)
-  return { messages: 200, capture_p50_ms: round(p50), capture_max_ms: round(Math.max(...capture)), commit_baseline_p50_ms: round(base), ratio: round(p50 / base) }
+  const p50 = (xs: Array<{ wall: number, cpu: number }>, key: 'wall' | 'cpu') => percentile(xs.map((x) => x[key]), 50)
+  return {
+    messages: 200,
+    capture_p50_ms: round(p50(capture, 'wall')), capture_cpu_p50_ms: round(p50(capture, 'cpu')), capture_max_ms: round(Math.max(...capture.map((x) => x.wall))),
+    commit_baseline_p50_ms: round(p50(commit, 'wall')), commit_baseline_cpu_p50_ms: round(p50(commit, 'cpu')),
+    ratio: round(p50(capture, 'wall') / p50(commit, 'wall')), cpu_ratio: round(p50(capture, 'cpu') / p50(commit, 'cpu')),
+  }
 }
 
 function share(results: readonly NeedleResult[], pick: (r: NeedleResult) => boolean): number {

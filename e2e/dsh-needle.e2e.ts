@@ -8,7 +8,8 @@
  * needle, and the scripted model keeps calling a tool with long arguments until compaction has
  * taken the needle out of the request. Then a second run (a new session) asks for it. Without the
  * plugin, the two runs never show it again (asserted). With the plugin, the recall message of the
- * second run carries it, labelled as a turn of another session.
+ * second run carries it, labelled as a turn of another session, and compaction is
+ * `dsh-stablemem/compaction`, whose checkpoint says how many messages moved to memory.
  */
 import { execFile } from 'node:child_process'
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
@@ -82,7 +83,11 @@ t.test('dsh --profile headless: a needle compacted away in run 1 is recalled in 
   ]
   const store = join(work, 'memory.db')
   const withPlugin = join(work, 'with.patch.yml')
-  writeFileSync(withPlugin, [...base, '- insert:', '    - id: stablemem', '      name: dsh-stablemem', '      config:', `        path: ${JSON.stringify(store)}`, ''].join('\n'))
+  // With the plugin, compaction is dsh-stablemem/compaction (dsh's basic engine plus the memory line) with the
+  // same configuration. A patch cannot rename a row, so dsh's row is disabled and ours inserted.
+  const withEngine = [...base.slice(0, 5), '- id: compaction-basic', '  disabled: true']
+  writeFileSync(withPlugin, [...withEngine, '- insert:', '    - id: stablemem', '      name: dsh-stablemem', '      config:', `        path: ${JSON.stringify(store)}`,
+    '    - id: stablemem-compaction', '      name: dsh-stablemem/compaction', `    ${base[6]!}`, ''].join('\n'))
   const without = join(work, 'without.patch.yml')
   writeFileSync(without, [...base, ''].join('\n'))
 
@@ -95,6 +100,11 @@ t.test('dsh --profile headless: a needle compacted away in run 1 is recalled in 
     t.ok(run1.some(isCompaction), `${label}: dsh compacted during run 1`)
     const last = run1.filter((r) => !isCompaction(r)).at(-1)!
     t.notOk(wireText(last).includes('13010'), `${label}: the needle was gone from the last request of run 1`)
+    const line = /\[stablemem\] \d+ messages? of this span (?:was|were) kept word for word in long-term memory; .* stablemem_recall tool\./
+    // The first checkpoint's span holds the needle; later ones replace tool rounds of our own tool, which capture never keeps.
+    const checkpoints = run1.filter((r) => !isCompaction(r) && wireText(r).includes('<compacted-summary>'))
+    if (patch === withPlugin) t.ok(checkpoints.some((r) => line.test(wireText(r))), 'a checkpoint dsh-stablemem/compaction wrote says what moved to memory')
+    else t.notOk(checkpoints.some((r) => wireText(r).includes('[stablemem] ') && line.test(wireText(r))), 'dsh\'s own engine writes no such line')
     const before = server.requests.length
     const second = await run(bin, ['--profile', 'headless', '--patch', patch, 'billing 服务端口是多少？'], env, project)
     t.equal(second.code, 0, `${label}, run 2 completed: ${second.stderr.slice(0, 2000)}`)

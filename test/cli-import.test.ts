@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { fileLines } from '../lib/cli/read-lines.ts'
 import { BlockStore } from '../lib/store/store.ts'
-import { exportJsonl } from '../lib/store/transfer.ts'
+import { EXPORT_VERSION, exportJsonl } from '../lib/store/transfer.ts'
 import { CLI_SOURCE, runCli } from './helpers/cli.ts'
 import { mutant } from './helpers/mutant.ts'
 import { tempDir } from './helpers/temp.ts'
@@ -37,9 +37,9 @@ t.test('import refuses bad lines with their number: dates beyond JavaScript, hea
   const { lines } = exportLines(['gateway 10.0.0.1', 'gateway 10.0.0.2'])
   const cases: Array<[string, Buffer | string, RegExp]> = [
     ['future', [lines[0], lines[1], lines[2]!.replace(/"createdAt":\d+/, '"createdAt":8640000000000001')].join('\n'), /^stablemem import: line 3: createdAt 8640000000000001 is beyond the last date JavaScript can represent \(8640000000000000\); the 2 lines before it were imported/],
-    ['version0', [lines[0]!.replace('"version":1', '"version":0'), lines[1]].join('\n'), /^stablemem import: line 1: header version must be a whole number from 1, not 0;/],
-    ['versionText', lines[0]!.replace('"version":1', '"version":"1"'), /line 1: header version must be a whole number from 1, not "1"/],
-    ['version2', lines[0]!.replace('"version":1', '"version":2'), /line 1: export version 2 is newer than this dsh-stablemem reads/],
+    ['version0', [lines[0]!.replace(`"version":${EXPORT_VERSION}`, '"version":0'), lines[1]].join('\n'), /^stablemem import: line 1: header version must be a whole number from 1, not 0;/],
+    ['versionText', lines[0]!.replace(`"version":${EXPORT_VERSION}`, '"version":"1"'), /line 1: header version must be a whole number from 1, not "1"/],
+    ['versionNext', lines[0]!.replace(`"version":${EXPORT_VERSION}`, `"version":${EXPORT_VERSION + 1}`), new RegExp(`line 1: export version ${EXPORT_VERSION + 1} is newer than this dsh-stablemem reads`)],
     ['utf8', Buffer.concat([Buffer.from(`${lines[0]}\n${lines[1]}\n`), Buffer.from([0x7b, 0xff, 0xfe, 0x7d, 0x0a])]), /^stablemem import: line 3: not valid UTF-8; the 2 lines before it were imported/],
   ]
   for (const [name, content, message] of cases) {

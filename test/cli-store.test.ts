@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
 import { BlockStore } from '../lib/store/store.ts'
+import { EXPORT_VERSION } from '../lib/store/transfer.ts'
 import { CLI_SOURCE, runCli } from './helpers/cli.ts'
 import { tempDir } from './helpers/temp.ts'
 
@@ -106,9 +107,9 @@ t.test('a malformed line stops the import with its number and keeps the lines be
     t.equal(out.code, 1, line)
     t.match(out.stderr, message)
   }
-  writeFileSync(badFile, '{"record":"header","format":"dsh-stablemem","version":2}\n')
+  writeFileSync(badFile, `{"record":"header","format":"dsh-stablemem","version":${EXPORT_VERSION + 1}}\n`)
   const newer = await runCli(['import', badFile, '--db', join(dir, 'refuse.db')])
-  t.match(newer.stderr, /line 1: export version 2 is newer/)
+  t.match(newer.stderr, new RegExp(`line 1: export version ${EXPORT_VERSION + 1} is newer`))
   const absent = await runCli(['import', join(dir, 'absent.jsonl'), '--db', join(dir, 'refuse.db')])
   t.equal(absent.code, 1)
   t.match(absent.stderr, /^stablemem import: cannot read .*absent\.jsonl: ENOENT\n$/)

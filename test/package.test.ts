@@ -27,6 +27,8 @@ import { SessionId } from '@deepseek-ai/dsh-session'
 import * as stablemem from 'dsh-stablemem'
 import { name, apply, Config, StableMem, recallBlocks, recallBlocksHybrid, BlockStore } from 'dsh-stablemem'
 import * as kernel from 'dsh-stablemem/kernel'
+import StableMemCompaction from 'dsh-stablemem/compaction'
+import { BasicCompactionEngine } from '@deepseek-ai/dsh-compaction-basic'
 
 class Scripted extends LlmAdapter {
   requests = []
@@ -68,6 +70,7 @@ store.close()
 console.log(JSON.stringify({
   name, state: fiber.state, errors,
   kernel: { name: kernel.name, apply: typeof kernel.apply, inject: kernel.inject },
+  compaction: { engine: StableMemCompaction.prototype instanceof BasicCompactionEngine, inject: StableMemCompaction.inject },
   exports: { apply: typeof apply, Config: typeof Config, StableMem: typeof StableMem, recallBlocks: typeof recallBlocks, recallBlocksHybrid: typeof recallBlocksHybrid },
   recalled, direct: direct.length, hybridDegraded: hybrid.degraded,
 }))
@@ -80,7 +83,7 @@ t.test('npm pack → install into a fresh folder → import by name → a real t
   const out = tempDir('stablemem-pack')
   const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', out], root)) as Array<{ filename: string, files: Array<{ path: string }> }>
   const files = packed[0]!.files.map((f) => f.path)
-  for (const f of ['dist/kernel/index.js', 'dist/kernel/index.d.ts', 'cordis.patch.yml', 'presets/stablemem/agent.cordis.yml', 'presets/stablemem/preset.yml', 'dsh-install/package.json', 'dsh-install/package-lock.json', 'dist/index.js', 'dist/index.d.ts', 'dist/service.d.ts', 'dist/config.d.ts', 'dist/recall/recall.d.ts', 'dist/store/store.d.ts', 'package.json', 'README.md', 'CHANGELOG.md']) {
+  for (const f of ['dist/kernel/index.js', 'dist/kernel/index.d.ts', 'dist/kernel/compaction.js', 'dist/kernel/compaction.d.ts', 'cordis.patch.yml', 'presets/stablemem/agent.cordis.yml', 'presets/stablemem/preset.yml', 'dsh-install/package.json', 'dsh-install/package-lock.json', 'dist/index.js', 'dist/index.d.ts', 'dist/service.d.ts', 'dist/config.d.ts', 'dist/recall/recall.d.ts', 'dist/store/store.d.ts', 'package.json', 'README.md', 'CHANGELOG.md']) {
     t.ok(files.includes(f), `tarball has ${f}`)
   }
   t.notOk(files.some((f) => f.startsWith('lib/') || f.startsWith('test/') || f.startsWith('.cache/')), 'no sources, tests or scratch in the tarball')
@@ -103,6 +106,7 @@ t.test('npm pack → install into a fresh folder → import by name → a real t
   t.match(result, {
     name: 'dsh-stablemem', state: 2, errors: [],
     kernel: { name: 'dsh-stablemem/kernel', apply: 'function', inject: ['stablemem', 'tools', 'systemPrompt'] },
+    compaction: { engine: true, inject: ['llm', 'tokenMeter', 'sessions'] },
     exports: { apply: 'function', Config: 'function', StableMem: 'function', recallBlocks: 'function', recallBlocksHybrid: 'function' },
     direct: 1, hybridDegraded: 'no_embedder',
   })

@@ -1,6 +1,7 @@
 /**
  * The `stablemem` agent preset as text: dsh's own `standard` preset with the kernel rows
- * appended. A composition is a top-level YAML list of rows, so appending rows keeps the file
+ * appended and its compaction row on `dsh-stablemem/compaction` (dsh's basic engine plus the
+ * memory line in each checkpoint, `lib/kernel/compaction.ts`). A composition is a top-level YAML list of rows, so appending rows keeps the file
  * valid and keeps dsh's comments; rows name installed packages by bare specifier, which a preset
  * resolves from the profile directory (a relative name would resolve from the copied preset
  * directory and break).
@@ -36,12 +37,20 @@ export const PRESET_METADATA = [
   '',
 ].join('\n')
 
+/** The compaction row's name in dsh's `standard` preset (any indentation, quoted as dsh writes it). */
+const BASIC_COMPACTION_NAME = /^(\s*)name: '@deepseek-ai\/dsh-compaction-basic'$/m
+
+/** What the `stablemem` preset names there instead: the same engine and configuration, plus the memory line. */
+export const COMPACTION_NAME = 'name: dsh-stablemem/compaction # dsh\'s basic compaction plus one line on what moved to memory'
+
 /**
  * The `stablemem` composition from a base composition (the `standard` preset's text). Refuses a
- * base that already carries the kernel rows, so the rows are never appended twice.
+ * base that already carries the kernel rows, so the rows are never appended twice. A base
+ * without dsh's basic compaction row (a future standard preset) keeps whatever it has.
  */
 export function composePreset(base: string): string {
   if (base.includes(KERNEL_MARKER)) throw new Error('the base preset already contains the dsh-stablemem rows')
-  const body = base.endsWith('\n') ? base : `${base}\n`
+  const engine = base.replace(BASIC_COMPACTION_NAME, (_, indent: string) => `${indent}${COMPACTION_NAME}`)
+  const body = engine.endsWith('\n') ? engine : `${engine}\n`
   return `${body}\n${KERNEL_ROWS}`
 }

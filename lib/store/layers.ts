@@ -19,6 +19,16 @@ export interface Origin {
   compactionId: string
 }
 
+/** A block's holder layer and cooling state (exported and imported with the block). */
+export interface LayerState {
+  layer: Layer
+  /** '' (never tried), `distilled` or `undistilled`. */
+  coolState: string
+  coolAttempts: number
+  /** When an undistilled block may be tried again (ms since the epoch; 0: any time). */
+  coolNextAt: number
+}
+
 /** One piece of text to capture into the cold layer, with its origin. */
 export interface CapturePiece {
   text: string
@@ -80,6 +90,19 @@ export interface LayerTableHost {
   now(): number
   commitMany(inputs: readonly CommitInput[]): CommitResult[]
   link(edge: { sourceKind: string, sourceId: string, targetKind: string, targetId: string, type: string }): { created: boolean }
+}
+
+/** The job name of access-count halving in `kernel_runs` (its period start and the position of its pass). */
+export const HALVING_JOB = 'access-halving'
+
+/** The position of a halving pass stored in `kernel_runs.result`; undefined when no pass is running. */
+function parseCursor(result: string): number | undefined {
+  try {
+    const cursor = (JSON.parse(result) as { cursor?: unknown }).cursor
+    return typeof cursor === 'number' && Number.isSafeInteger(cursor) && cursor >= 0 ? cursor : undefined
+  } catch {
+    return undefined // empty or damaged: no pass running; the next period starts one
+  }
 }
 
 /** The edge from a distilled fact to the block it came from. */
@@ -206,32 +229,155 @@ export class LayerTable {
     return rows.map((r) => ({ id: String(r.id), text: String(r.text), accessCount: Number(r.access_count), idleSince: Number(r.idle), attempts: Number(r.cool_attempts) }))
   }
 
-  /**
-   * Cools one block in one transaction: checks it is still cold (another process may have cooled
-   * it since it was selected), writes the facts as stable blocks with a `derived_from` edge to
-   * it, and counts the rows SQLite actually wrote. Only a positive count moves the block to
-   * `stable` (same id, nothing deleted); otherwise it stays cold with one more attempt and waits
-   * `retryMs` before it is selected again.
-   */
+  /** Cools one block; see `coolMany`. */
   cool(id: string, facts: readonly FactInput[], now: number, retryMs: number): CoolOutcome {
+    return this.coolMany([{ id, facts }], now, retryMs)[0]!
+  }
+
+  /**
+   * Cools blocks in one transaction: checks each is still cold (another process may have cooled
+   * it since it was selected), writes the facts as stable blocks with a `derived_from` edge to
+   * their block, and counts the rows SQLite actually wrote. Only a positive count moves a block
+   * to `stable` (same id, nothing deleted); otherwise it stays cold with one more attempt and
+   * waits `retryMs` before it is selected again. The facts of the whole batch go through the
+   * commit path as one batch, and the layer changes are one statement each, so a tick of 100
+   * blocks costs about what committing its facts costs.
+   */
+  coolMany(items: ReadonlyArray<{ id: string, facts: readonly FactInput[] }>, now: number, retryMs: number): CoolOutcome[] {
+    if (items.length === 0) return []
     return this.host.transaction(() => {
-      if (this.layerOf(id) !== 'cold') return { id, result: 'skipped', delta: 0, facts: [] }
-      let delta = 0
-      const written: string[] = []
-      for (const result of this.commitEach(facts.map((fact) => ({ text: fact.text, source: 'distill', semanticType: 'fact' })))) {
-        if (result === undefined) continue // refused by the store (e.g. a credential under `secrets: refuse`)
-        if (result.id === id) continue // a fact identical to its source would be a self-loop
-        if (result.created) delta++
-        if (this.host.link({ sourceKind: 'block', sourceId: result.id, targetKind: 'block', targetId: id, type: DERIVED_FROM }).created) delta++
-        written.push(result.id)
+      const cold = this.stillCold(items.map((item) => item.id))
+      const live = items.filter((item) => cold.has(item.id))
+      const inputs = live.flatMap((item) => item.facts.map((fact) => ({ text: fact.text, source: 'distill', semanticType: 'fact' })))
+      const results = this.commitEach(inputs)
+      const edge = this.host.stmt('layers.derivedFrom', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
+        VALUES ('block', ?, 'block', ?, '${DERIVED_FROM}', ?) ON CONFLICT DO NOTHING`)
+      const byId = new Map<string, CoolOutcome>()
+      let k = 0
+      for (const item of live) {
+        let delta = 0
+        const written: string[] = []
+        for (let f = 0; f < item.facts.length; f++) {
+          const result = results[k++]
+          if (result === undefined) continue // refused by the store (e.g. a credential under `secrets: refuse`)
+          if (result.id === item.id) continue // a fact identical to its source would be a self-loop
+          if (result.created) delta++
+          // Both ends exist (the fact was just committed, the block was checked above), so no endpoint check.
+          delta += Number(edge.run(result.id, item.id, now).changes)
+          written.push(result.id)
+        }
+        byId.set(item.id, delta > 0 ? { id: item.id, result: 'cooled', delta, facts: written } : { id: item.id, result: 'kept', delta: 0, facts: [] })
       }
-      if (delta > 0) {
-        this.host.stmt('layers.promote', "UPDATE blocks SET layer = 'stable', cool_state = 'distilled', cool_next_at = 0 WHERE id = ?").run(id)
-        return { id, result: 'cooled', delta, facts: written }
-      }
-      this.host.stmt('layers.retry', "UPDATE blocks SET cool_state = 'undistilled', cool_attempts = cool_attempts + 1, cool_next_at = ? WHERE id = ?").run(now + retryMs, id)
-      return { id, result: 'kept', delta: 0, facts: [] }
+      const outcomes = items.map((item) => byId.get(item.id) ?? { id: item.id, result: 'skipped' as const, delta: 0, facts: [] })
+      const ids = (result: CoolOutcome['result']) => JSON.stringify(outcomes.filter((o) => o.result === result).map((o) => o.id))
+      this.host.stmt('layers.promote', `UPDATE blocks SET layer = 'stable', cool_state = 'distilled', cool_next_at = 0
+        WHERE id IN (SELECT value FROM json_each(?))`).run(ids('cooled'))
+      this.host.stmt('layers.retry', `UPDATE blocks SET cool_state = 'undistilled', cool_attempts = cool_attempts + 1, cool_next_at = ?
+        WHERE id IN (SELECT value FROM json_each(?))`).run(now + retryMs, ids('kept'))
+      return outcomes
     })
+  }
+
+  /** Which of these blocks are in the cold layer now (one statement; call inside the write that depends on it). */
+  private stillCold(ids: readonly string[]): Set<string> {
+    const rows = this.host.stmt('layers.stillCold', `SELECT id FROM blocks WHERE layer = 'cold' AND id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids))
+    return new Set(rows.map((r) => String(r.id)))
+  }
+
+  /**
+   * Halves the access count of up to `limit` cold blocks recalled at least once, those after
+   * rowid `after`, in rowid order (HomeAgent's lifetime count never decayed, so a block recalled
+   * three times once would never cool). Returns how many it halved and the rowid to resume after,
+   * undefined when no block is left: the pass of this cooling period is complete. Served by a partial
+   * index of recalled cold blocks, so its cost is `limit`, whatever the store size.
+   */
+  halveAccess(after: number, limit: number): { halved: number, next: number | undefined } {
+    const rows = this.host.stmt('layers.halveSelect', `SELECT rowid FROM blocks INDEXED BY blocks_cold_accessed
+      WHERE layer = 'cold' AND access_count > 0 AND rowid > ? ORDER BY rowid LIMIT ?`).all(after, limit)
+    if (rows.length === 0) return { halved: 0, next: undefined }
+    const rowids = rows.map((r) => Number(r.rowid))
+    this.host.stmt('layers.halve', 'UPDATE blocks SET access_count = access_count / 2 WHERE rowid IN (SELECT value FROM json_each(?))').run(JSON.stringify(rowids))
+    return { halved: rowids.length, next: rows.length < limit ? undefined : rowids.at(-1)! }
+  }
+
+  /**
+   * One bounded step of access-count halving (spec: "halve access_count each cooling period"):
+   * once `periodMs` has passed since the current period began, a pass starts that halves every
+   * recalled cold block once, `limit` blocks per step, resumed by the next step where it stopped.
+   * The period and the pass's position live in `kernel_runs` (job `HALVING_JOB`), so they survive
+   * restarts and every process on the store shares them. The first period begins at the first
+   * step. Returns how many blocks this step halved. Call it inside the tick's write.
+   */
+  halvingStep(now: number, periodMs: number, limit: number): number {
+    this.host.stmt('layers.runInit', 'INSERT INTO kernel_runs (name) VALUES (?) ON CONFLICT DO NOTHING').run(HALVING_JOB)
+    const row = this.host.stmt('layers.halvingState', 'SELECT last_run_at, result FROM kernel_runs WHERE name = ?').get(HALVING_JOB) as { last_run_at: number, result: string }
+    let periodStart = Number(row.last_run_at)
+    let cursor = parseCursor(String(row.result))
+    if (periodStart === 0 || periodStart > now) {
+      // The first period begins now; nothing is halved before it ends. A period that begins later
+      // than now (a tick run with a future `--now`) would stall halving until then: it begins now.
+      periodStart = now
+    } else if (cursor === undefined && now - periodStart >= periodMs) {
+      periodStart = now
+      cursor = 0
+    }
+    let halved = 0
+    if (cursor !== undefined) {
+      const step = this.halveAccess(cursor, limit)
+      halved = step.halved
+      cursor = step.next
+    }
+    this.host.stmt('layers.halvingSave', 'UPDATE kernel_runs SET last_run_at = ?, result = ? WHERE name = ?')
+      .run(periodStart, JSON.stringify({ cursor: cursor ?? null }), HALVING_JOB)
+    return halved
+  }
+
+  /** A block's holder layer and cooling state, as the export writes them; undefined for an unknown id. */
+  stateOf(id: string): LayerState | undefined {
+    const row = this.host.stmt('layers.stateOf', 'SELECT layer, cool_state, cool_attempts, cool_next_at FROM blocks WHERE id = ?').get(id) as
+      { layer: string, cool_state: string, cool_attempts: number, cool_next_at: number } | undefined
+    if (row === undefined) return undefined
+    return { layer: row.layer as Layer, coolState: String(row.cool_state), coolAttempts: Number(row.cool_attempts), coolNextAt: Number(row.cool_next_at) }
+  }
+
+  /**
+   * Restores an imported block's layer and cooling state (inside the import's transaction). A
+   * block new to this store takes them as exported. A block both stores hold is `stable` if
+   * either side distilled or saved it (cooling never moves a block back to `cold`), with the
+   * larger attempt count and the later retry time.
+   */
+  importState(id: string, state: LayerState, created: boolean): void {
+    if (created) {
+      this.host.stmt('layers.importState', 'UPDATE blocks SET layer = ?, cool_state = ?, cool_attempts = ?, cool_next_at = ? WHERE id = ?')
+        .run(state.layer, state.coolState, state.coolAttempts, state.coolNextAt, id)
+      return
+    }
+    this.host.stmt('layers.mergeState', `UPDATE blocks SET
+      cool_state = CASE WHEN layer = 'stable' THEN cool_state WHEN ?1 = 'stable' THEN ?2 ELSE CASE WHEN ?2 <> '' THEN ?2 ELSE cool_state END END,
+      layer = CASE WHEN ?1 = 'stable' THEN 'stable' ELSE layer END,
+      cool_attempts = max(cool_attempts, ?3), cool_next_at = max(cool_next_at, ?4)
+      WHERE id = ?5`).run(state.layer, state.coolState, state.coolAttempts, state.coolNextAt, id)
+  }
+
+  /** Every origin row in a stable order, read lazily (the export streams them). */
+  * allOrigins(): IterableIterator<Origin & { blockId: string, capturedAt: number }> {
+    const sql = `SELECT block_id, session_id, seq, event_type, role, event_time, compaction_id, captured_at FROM block_origins
+      ORDER BY event_time, session_id, seq, block_id`
+    for (const r of this.host.stmt('layers.allOrigins', sql).iterate()) {
+      yield {
+        blockId: String(r.block_id), sessionId: String(r.session_id), seq: Number(r.seq), eventType: String(r.event_type), role: String(r.role),
+        eventTime: Number(r.event_time), compactionId: String(r.compaction_id), capturedAt: Number(r.captured_at),
+      }
+    }
+  }
+
+  /** Restores one exported origin row; idempotent (true when it was new). Its block must exist. */
+  importOrigin(origin: Origin & { blockId: string, capturedAt: number }): boolean {
+    if (this.layerOf(origin.blockId) === undefined) throw new StableMemError('not_found', `blockId: no block ${origin.blockId}`)
+    const added = this.host.stmt('layers.importOrigin', `INSERT INTO block_origins (block_id, session_id, seq, event_type, role, event_time, compaction_id, captured_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
+      .run(origin.blockId, origin.sessionId, origin.seq, origin.eventType, origin.role, origin.eventTime, origin.compactionId, origin.capturedAt)
+    return Number(added.changes) > 0
   }
 
   /**

@@ -139,6 +139,11 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TRIGGER block_count_insert AFTER INSERT ON blocks BEGIN UPDATE block_count SET n = n + 1; END;
   CREATE TRIGGER block_count_delete AFTER DELETE ON blocks BEGIN UPDATE block_count SET n = n - 1; END;
   `,
+  // Access-count halving (docs/layers.md): the cold blocks recalled at least once, in rowid order,
+  // so one bounded step of a cooling period's halving pass reads only the blocks it halves.
+  `
+  CREATE INDEX blocks_cold_accessed ON blocks(rowid) WHERE layer = 'cold' AND access_count > 0;
+  `,
 ]
 
 /** The schema version this code writes and reads. */

@@ -1,21 +1,27 @@
 /**
  * Moving a store's contents in and out as files: a lossless JSON Lines format (one header line,
- * then every block, then every edge) that `importJsonl` restores exactly, and a Markdown view for
+ * then every block with its layer, then every edge, then every origin of a captured block) that `importJsonl` restores exactly, and a Markdown view for
  * people. Import is idempotent and stops at the first bad line, keeping every line before it.
  * Both views escape what a terminal would act on (`lib/text/terminal.ts`): the JSON Lines export
  * losslessly, as `\uXXXX`, the Markdown view visibly, as `\u{…}`.
  */
 import { StableMemError } from '../errors.ts'
-import type { SecretsPolicy } from '../secrets.ts'
+import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { LINE_BREAK } from '../text/invisible.ts'
 import { escapeForDisplay, jsonForDisplay } from '../text/terminal.ts'
+import type { Layer, LayerState, Origin } from './layers.ts'
 import type { BlockStore } from './store.ts'
+import { checkTag } from './tags.ts'
 import type { Block, Edge } from './types.ts'
 
 /** The `format` field of the header line. */
 export const EXPORT_FORMAT = 'dsh-stablemem'
-/** The export format version this code writes and the newest it reads. */
-export const EXPORT_VERSION = 1
+/**
+ * The export format version this code writes and the newest it reads. Version 2 added the block's
+ * `layer` and cooling state and the `origin` records; version 1 files (every block a stable note)
+ * still import.
+ */
+export const EXPORT_VERSION = 2
 
 /** Lines written to the store per transaction while importing. */
 const IMPORT_BATCH = 500
@@ -24,21 +30,33 @@ const IMPORT_BATCH = 500
 export interface ExportCounts {
   blocks: number
   edges: number
+  /** Origin rows of captured blocks (JSON Lines only). */
+  origins?: number
 }
 
 /**
  * The export as JSON Lines, one string per line without the newline: a header, every block in
- * insertion order, then every edge. Lazy, so a large store streams instead of filling memory.
+ * insertion order (with its layer, and its cooling state when it has one), then every edge
+ * (`derived_from` edges of distilled facts among them), then every origin row of a captured
+ * block. Lazy, so a large store streams instead of filling memory.
  */
 export function * exportJsonl(store: BlockStore, counts: ExportCounts = { blocks: 0, edges: 0 }, now: number = Date.now()): Generator<string> {
   yield JSON.stringify({ record: 'header', format: EXPORT_FORMAT, version: EXPORT_VERSION, exportedAt: now })
   for (const block of store.allBlocks()) {
     counts.blocks++
-    yield jsonForDisplay({ record: 'block', ...block, scopes: store.scopes.of(block.id) })
+    const state = store.layers.stateOf(block.id)!
+    const cooling = state.coolState !== '' || state.coolAttempts > 0 || state.coolNextAt > 0
+      ? { coolState: state.coolState, coolAttempts: state.coolAttempts, coolNextAt: state.coolNextAt } : {}
+    yield jsonForDisplay({ record: 'block', ...block, scopes: store.scopes.of(block.id), layer: state.layer, ...cooling })
   }
   for (const edge of store.allEdges()) {
     counts.edges++
     yield jsonForDisplay({ record: 'edge', ...edge })
+  }
+  counts.origins = 0
+  for (const origin of store.layers.allOrigins()) {
+    counts.origins++
+    yield jsonForDisplay({ record: 'origin', ...origin })
   }
 }
 
@@ -97,12 +115,16 @@ export interface ImportResult {
   blocksMerged: number
   edgesCreated: number
   edgesExisting: number
+  /** Origin rows of captured blocks (present only when the file had any). */
+  originsCreated?: number
+  originsExisting?: number
   /**
    * Blocks of notes this store forgot, and edges touching them, left out (present only when not
    * zero; `includeForgotten` brings them back instead).
    */
   blocksForgotten?: number
   edgesForgotten?: number
+  originsForgotten?: number
   /** Blocks whose text was stored masked (`secrets: 'redact'`), so their id changed; absent when none. */
   redacted?: Array<{ line: number, id: string, storedAs: string, kinds: string[] }>
   /**
@@ -196,7 +218,9 @@ interface ImportState {
   pending: Map<string, { line: number, successor: string, ids: string[] }>
 }
 
-type ImportRecord = { kind: 'block', block: Block, scopes?: string[] } | { kind: 'edge', edge: Edge }
+type ImportRecord = { kind: 'block', block: Block, scopes?: string[], state?: LayerState }
+  | { kind: 'edge', edge: Edge }
+  | { kind: 'origin', origin: Origin & { blockId: string, capturedAt: number } }
 
 /** Parses one line; undefined for the header. Throws with a plain message on anything else. */
 function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
@@ -234,6 +258,17 @@ function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
         },
         // Absent in exports made before scopes existed: such a block is imported as global.
         ...(record.scopes === undefined ? {} : { scopes: scopeList(record.scopes) }),
+        // Absent in exports made before layers existed (version 1): such a block is a stable note.
+        ...(record.layer === undefined ? {} : { state: layerState(record) }),
+      }
+    case 'origin':
+      return {
+        kind: 'origin',
+        origin: {
+          blockId: field(record, 'blockId', 'string'), sessionId: field(record, 'sessionId', 'string'),
+          seq: count(record, 'seq'), eventType: field(record, 'eventType', 'string'), role: field(record, 'role', 'string'),
+          eventTime: count(record, 'eventTime'), compactionId: field(record, 'compactionId', 'string'), capturedAt: count(record, 'capturedAt'),
+        },
       }
     case 'edge':
       return {
@@ -245,7 +280,7 @@ function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
         },
       }
     default:
-      throw new StableMemError('invalid_input', `unknown record ${JSON.stringify(record.record)} (expected header, block or edge)`)
+      throw new StableMemError('invalid_input', `unknown record ${JSON.stringify(record.record)} (expected header, block, edge or origin)`)
   }
 }
 
@@ -253,6 +288,26 @@ function field<K extends 'string' | 'number'>(record: Record<string, unknown>, n
   const value = record[name]
   if (typeof value !== kind) throw new StableMemError('invalid_input', `${String(record.record)} field ${name} must be a ${kind}`)
   return value as K extends 'string' ? string : number
+}
+
+/** A record field that must be a non-negative safe integer (seqs, times, counts). */
+function count(record: Record<string, unknown>, name: string): number {
+  const value = field(record, name, 'number')
+  if (!Number.isSafeInteger(value) || value < 0) throw new StableMemError('invalid_input', `${String(record.record)} field ${name} must be a non-negative integer`)
+  return value
+}
+
+/** The layer and cooling state of a block record (cooling fields absent: never tried). */
+function layerState(record: Record<string, unknown>): LayerState {
+  const layer = record.layer
+  if (layer !== 'stable' && layer !== 'cold') throw new StableMemError('invalid_input', `block field layer must be "stable" or "cold", not ${JSON.stringify(layer)}`)
+  const coolState = record.coolState === undefined ? '' : field(record, 'coolState', 'string')
+  if (!['', 'distilled', 'undistilled'].includes(coolState)) throw new StableMemError('invalid_input', `block field coolState must be "", "distilled" or "undistilled", not ${JSON.stringify(coolState)}`)
+  return {
+    layer: layer as Layer, coolState,
+    coolAttempts: record.coolAttempts === undefined ? 0 : count(record, 'coolAttempts'),
+    coolNextAt: record.coolNextAt === undefined ? 0 : count(record, 'coolNextAt'),
+  }
 }
 
 /** The `scopes` field of a block record: a non-empty array of strings (the store checks each key). */
@@ -265,7 +320,7 @@ function scopeList(value: unknown): string[] {
 
 function apply(store: BlockStore, record: ImportRecord, line: number, state: ImportState, result: ImportResult, includeForgotten: boolean): void {
   if (!includeForgotten && forgottenRecord(store, record)) {
-    const field = record.kind === 'block' ? 'blocksForgotten' : 'edgesForgotten'
+    const field = record.kind === 'block' ? 'blocksForgotten' : record.kind === 'edge' ? 'edgesForgotten' : 'originsForgotten'
     result[field] = (result[field] ?? 0) + 1
     // Notes waiting for a forgotten successor stay current, as `forget` itself leaves them.
     if (record.kind === 'block') state.pending.delete(record.block.id)
@@ -275,6 +330,13 @@ function apply(store: BlockStore, record: ImportRecord, line: number, state: Imp
     const edge = { ...record.edge, sourceId: renamed(state, record.edge.sourceId), targetId: renamed(state, record.edge.targetId) }
     if (store.importEdge(edge).created) result.edgesCreated++
     else result.edgesExisting++
+    return
+  }
+  if (record.kind === 'origin') {
+    const origin = { ...record.origin, ...originLabels(record.origin, state.secrets), blockId: renamed(state, record.origin.blockId) }
+    const created = store.layers.importOrigin(origin)
+    const key = created ? 'originsCreated' : 'originsExisting'
+    result[key] = (result[key] ?? 0) + 1
     return
   }
   const { block } = record
@@ -295,8 +357,26 @@ function apply(store: BlockStore, record: ImportRecord, line: number, state: Imp
     for (const id of waiters.ids) store.adoptSuccessor(id, imported.id)
     state.pending.delete(block.id)
   }
+  if (record.state !== undefined) store.layers.importState(imported.id, record.state, imported.created)
   if (imported.created) result.blocksCreated++
   else result.blocksMerged++
+}
+
+/**
+ * The labels of an imported origin (session, event type, role, compaction) checked like tags,
+ * under the import's secrets policy: a credential there is refused (`refuse`), masked (`redact`;
+ * origins are not content-addressed, so masking changes no id) or kept (`allow`).
+ */
+function originLabels(origin: Origin, secrets: SecretsPolicy): Pick<Origin, 'sessionId' | 'eventType' | 'role' | 'compactionId'> {
+  const label = (value: string, name: string, required: boolean): string => {
+    const tag = checkTag(value, `origin field ${name}`, required, 'allow').value
+    const { text, redacted } = applySecretsPolicy(tag, secrets === 'refuse' ? 'redact' : secrets, name)
+    if (redacted.length > 0 && secrets === 'refuse') {
+      throw new StableMemError('contains_secret', `origin field ${name} contains credentials (${redacted.join(', ')}); import refuses them unless told to keep them (secrets allow) or mask them (secrets redact)`)
+    }
+    return text
+  }
+  return { sessionId: label(origin.sessionId, 'sessionId', true), eventType: label(origin.eventType, 'eventType', true), role: label(origin.role, 'role', true), compactionId: label(origin.compactionId, 'compactionId', false) }
 }
 
 /** The id a block of the file is stored under (its masked text's id when it was redacted). */
@@ -307,6 +387,7 @@ function renamed(state: ImportState, id: string): string {
 /** A block `forget` deleted from this store (its tombstone is there), or an edge that touches one. */
 function forgottenRecord(store: BlockStore, record: ImportRecord): boolean {
   if (record.kind === 'block') return store.isForgotten(record.block.id)
+  if (record.kind === 'origin') return store.isForgotten(record.origin.blockId)
   const { sourceKind, sourceId, targetKind, targetId } = record.edge
   return (sourceKind.trim() === 'block' && store.isForgotten(sourceId.trim())) || (targetKind.trim() === 'block' && store.isForgotten(targetId.trim()))
 }

@@ -24,17 +24,19 @@ export class WindowedAdapter extends LlmAdapter {
   readonly requests: GenerateOptions[] = []
   private readonly contextWindow: number
   private readonly answer: (request: GenerateOptions) => StreamChunk[]
-  constructor(contextWindow: number, answer: (request: GenerateOptions) => StreamChunk[] = () => reply('好的。')) {
+  private readonly summary: string | ((request: GenerateOptions) => string)
+  constructor(contextWindow: number, answer: (request: GenerateOptions) => StreamChunk[] = () => reply('好的。'), summary: string | ((request: GenerateOptions) => string) = SUMMARY) {
     super()
     this.contextWindow = contextWindow
     this.answer = answer
+    this.summary = summary
   }
   override resolveModel(provider: string, model: string): Promise<LlmResolvedModelInfo> {
     return Promise.resolve({ provider, id: model, name: model, context: { contextWindow: this.contextWindow } } as LlmResolvedModelInfo)
   }
   override async * stream(options: GenerateOptions): AsyncIterable<StreamChunk> {
     this.requests.push(options)
-    yield * (options.purpose === 'compaction' ? reply(SUMMARY) : this.answer(options))
+    yield * (options.purpose === 'compaction' ? reply(typeof this.summary === 'string' ? this.summary : this.summary(options)) : this.answer(options))
   }
   /** The conversation requests (not the compaction calls). */
   conversation(): GenerateOptions[] {
@@ -56,6 +58,10 @@ export interface WindowedOptions {
   /** The plugin module (a mutant in mutation checks). */
   module?: typeof plugin
   answer?: (request: GenerateOptions) => StreamChunk[]
+  /** The compaction engine (default dsh's basic one; `dsh-stablemem/compaction` in its tests). */
+  engine?: typeof BasicCompactionEngine
+  /** The checkpoint text the scripted model writes (default `SUMMARY`), or a function of the compaction request. */
+  summary?: string | ((request: GenerateOptions) => string)
 }
 
 /** A booted windowed loop with one agent. */
@@ -75,13 +81,13 @@ export async function bootWindowed(options: WindowedOptions): Promise<Windowed> 
   await mountAgentLoopTestDependencies(ctx)
   await ctx.plugin(AgentLoop, { agents: [] })
   await ctx.plugin(TokenMeter)
-  await ctx.plugin(BasicCompactionEngine, { thresholdRatio: options.thresholdRatio ?? 0.5, retainTokens: options.retainTokens ?? Math.round(options.contextWindow * 0.1) })
+  await ctx.plugin(options.engine ?? BasicCompactionEngine, { thresholdRatio: options.thresholdRatio ?? 0.5, retainTokens: options.retainTokens ?? Math.round(options.contextWindow * 0.1) })
   await ctx.plugin(realContext)
   if (options.plugin !== false) {
     const mod = options.module ?? plugin
     await ctx.plugin(mod, mod.resolveConfig(options.plugin))
   }
-  const adapter = new WindowedAdapter(options.contextWindow, options.answer)
+  const adapter = new WindowedAdapter(options.contextWindow, options.answer, options.summary)
   ctx.llm.registerAdapter(['mock'], adapter)
   const errors: unknown[] = []
   ctx.on('agent/error', ({ error }) => { errors.push(error) })

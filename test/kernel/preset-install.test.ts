@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { scanRoot } from '@deepseek-ai/dsh-agent-presets'
 import t from 'tap'
-import { KERNEL_MARKER, KERNEL_ROWS, PRESET_METADATA, composePreset } from '../../lib/kernel/preset.ts'
+import { COMPACTION_NAME, KERNEL_MARKER, KERNEL_ROWS, PRESET_METADATA, composePreset } from '../../lib/kernel/preset.ts'
 import type * as Install from '../../lib/cli/preset-install.ts'
 import { runCli } from '../helpers/cli.ts'
 import { mutant } from '../helpers/mutant.ts'
@@ -45,6 +45,10 @@ t.test('the shipped preset is dsh\'s standard preset with the kernel rows append
   t.match(text, /^# The `standard` agent preset/, 'the base is dsh\'s standard preset, comments kept')
   t.equal(readFileSync(join(SHIPPED, 'preset.yml'), 'utf8'), PRESET_METADATA)
   t.throws(() => composePreset(text), /already contains/, 'composing twice is refused')
+  t.match(text, /- id: compaction-basic\n {6}name: dsh-stablemem\/compaction #/, 'its compaction row mounts dsh-stablemem/compaction')
+  t.notMatch(text, /@deepseek-ai\/dsh-compaction-basic'/, 'not dsh\'s basic engine beside it')
+  t.equal(composePreset("- id: c\n  config:\n    - id: compaction-basic\n      name: '@deepseek-ai/dsh-compaction-basic'\n"),
+    `- id: c\n  config:\n    - id: compaction-basic\n      ${COMPACTION_NAME}\n\n${KERNEL_ROWS}`, 'the row is swapped in place, indentation kept')
 })
 
 t.test('install: a real directory dsh\'s discovery lists; a rerun changes nothing', async (t) => {

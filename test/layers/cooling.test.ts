@@ -66,6 +66,59 @@ t.test('the rule: recalled more than maxAccess times, or recently, a cold block 
   t.equal((await coolTick(store, Date.now() + 100 * HOUR, { ...RULE, maxAccess: 3 }, 'p1')).selected, 1, 'the threshold is configurable')
 })
 
+/** Two cold blocks recalled 5 and 20 times at T0, on a store whose clock the test moves. */
+function recalledStore(): { store: BlockStore, ids: [string, string], at: (ms: number) => void } {
+  const { store: first, path, ids } = capturedStore(['kafka broker 在 10.8.0.12:9092', 'redis 主节点端口 6380'])
+  first.close()
+  let clock = T0
+  const store = new BlockStore(path, { now: () => clock })
+  store.recordAccess(Array.from({ length: 5 }, () => ids[0]!))
+  store.recordAccess(Array.from({ length: 20 }, () => ids[1]!))
+  return { store, ids: ids as [string, string], at: (ms) => { clock = ms } }
+}
+
+t.test('access counts halve once per cooling period, so a block recalled a while ago cools after all', async (t) => {
+  const { store, ids: [a, b], at } = recalledStore()
+  t.teardown(() => store.close())
+  const count = (id: string) => store.get(id)!.accessCount
+  const tick = async (ms: number) => { at(ms); return coolTick(store, ms, RULE, 'p1') }
+  t.equal((await tick(T0 + HOUR)).halved, 0, 'the first tick begins the first period')
+  const second = await tick(T0 + 74 * HOUR)
+  t.same([second.halved, second.selected, count(a), count(b)], [2, 0, 2, 10], 'one period later: both halved (5 → 2, 20 → 10)')
+  const third = await tick(T0 + 75 * HOUR)
+  t.same([third.halved, count(b)], [0, 10], 'not halved twice in one period')
+  t.same([third.cooled, store.layers.layerOf(a)], [1, 'stable'], 'the block now recalled ≤ 2 times cools')
+  t.same([(await tick(T0 + 147 * HOUR)).halved, count(b)], [1, 5], 'the next period halves again')
+})
+
+t.test('a halving pass is bounded per step and resumes where it stopped', async (t) => {
+  const { store, ids: [a, b] } = recalledStore()
+  t.teardown(() => store.close())
+  t.equal(store.layers.halvingStep(T0, 72 * HOUR, 1), 0, 'the period begins')
+  t.equal(store.layers.halvingStep(T0 + 72 * HOUR, 72 * HOUR, 1), 1, 'one block per step')
+  t.same([store.get(a)!.accessCount, store.get(b)!.accessCount], [2, 20])
+  t.equal(store.layers.halvingStep(T0 + 72 * HOUR, 72 * HOUR, 1), 1, 'the next step goes on after it')
+  t.same([store.get(a)!.accessCount, store.get(b)!.accessCount], [2, 10])
+  t.equal(store.layers.halvingStep(T0 + 73 * HOUR, 72 * HOUR, 1), 0, 'the pass is complete until the next period')
+  t.equal(store.layers.halvingStep(T0 + 1_000 * HOUR, 72 * HOUR, 1), 1, 'a tick with a far future clock starts a pass…')
+  t.equal(store.layers.halvingStep(T0 + 146 * HOUR, 72 * HOUR, 1), 1, '…and the real clock later does not wait for that future period')
+})
+
+t.test('mutation: a pass that does not remember where it stopped halves every tick', async (t) => {
+  const m = mutant({ file: 'store/layers.ts', from: 'cursor = step.next', to: 'cursor = 0' })
+  t.teardown(() => m.remove())
+  const { BlockStore: MutantStore } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
+  const { store: first, ids } = recalledStore()
+  const path = first.path
+  first.close()
+  const store = new MutantStore(path)
+  t.teardown(() => store.close())
+  store.layers.halvingStep(T0, 72 * HOUR, 10)
+  store.layers.halvingStep(T0 + 72 * HOUR, 72 * HOUR, 10)
+  store.layers.halvingStep(T0 + 73 * HOUR, 72 * HOUR, 10)
+  t.not(store.get(ids[1])!.accessCount, 10, 'red: halved twice in one period')
+})
+
 t.test('dry run lists what would cool and why, and writes nothing', async (t) => {
   const { store } = capturedStore(['The staging database host is 172.16.40.8.', 'ok'])
   t.teardown(() => store.close())
@@ -136,7 +189,7 @@ t.test('two connections: a block cooled by one is skipped by the other, and the 
 })
 
 t.test('mutation: without the re-check inside the write, the late connection cools the block again', async (t) => {
-  const m = mutant({ file: 'store/layers.ts', from: "if (this.layerOf(id) !== 'cold') return { id, result: 'skipped', delta: 0, facts: [] }", to: '' })
+  const m = mutant({ file: 'store/layers.ts', from: "const live = items.filter((item) => cold.has(item.id))", to: 'const live = items' })
   t.teardown(() => m.remove())
   const { BlockStore: MutantStore } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
   const { path } = capturedStore(['billing 服务端口 13010'])

@@ -55,7 +55,8 @@ export const command: Command = {
         for (const signal of INTERRUPTS) process.removeListener(signal, interrupted)
       }
     })
-    if (out !== undefined) println(io.stderr, `exported ${counts.blocks} blocks and ${counts.edges} edges to ${out}`)
+    const origins = counts.origins ? `, with ${counts.origins} origins of captured turns,` : ''
+    if (out !== undefined) println(io.stderr, `exported ${counts.blocks} blocks and ${counts.edges} edges${origins} to ${out}`)
     return 0
   },
 }

@@ -77,6 +77,9 @@ export const command: Command = {
 function summary(result: ImportResult): string {
   return `imported ${result.lines} lines: ${result.blocksCreated + result.blocksMerged} blocks (${result.blocksCreated} new, ${result.blocksMerged} already present), ` +
     `${result.edgesCreated + result.edgesExisting} edges (${result.edgesCreated} new, ${result.edgesExisting} already present)` +
+    (result.originsCreated || result.originsExisting
+      ? `, ${(result.originsCreated ?? 0) + (result.originsExisting ?? 0)} origins of captured turns (${result.originsCreated ?? 0} new)`
+      : '') +
     (result.blocksForgotten || result.edgesForgotten
       ? `; skipped ${result.blocksForgotten ?? 0} forgotten notes and ${result.edgesForgotten ?? 0} of their edges (--include-forgotten restores them)`
       : '')

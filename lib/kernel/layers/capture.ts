@@ -1,9 +1,8 @@
 import type { Context } from '@deepseek-ai/cordis'
-import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
 import type {} from '@deepseek-ai/dsh-session'
 import { recallToolNameOf, type Config } from '../../config.ts'
 import type { StableMem } from '../../service.ts'
-import { extractPieces, type EventLike } from './extract.ts'
+import { extractPieces, type EventLike, type ExtractOptions } from './extract.ts'
 
 /** The session events that announce a region leaving the context window. */
 const REGION_EVENTS = new Set(['compaction/summary', 'compaction/prune'])
@@ -14,30 +13,30 @@ interface SessionLike {
   events: readonly EventLike[]
 }
 
+/** What capture keeps of a region under this configuration (all of `ExtractOptions` but the region's own ids). */
+export function extractOptionsOf(config: Config): Omit<ExtractOptions, 'sessionId' | 'compactionId'> {
+  return {
+    humanKinds: new Set(config.querySources),
+    ownTools: new Set([config.toolName, recallToolNameOf(config)]),
+    toolResultChars: config.layers.toolResultChars,
+    maxPieceChars: config.maxBlockChars,
+  }
+}
+
 /**
  * L1 → L2: when dsh's compaction replaces a region of the conversation (`compaction/summary`
  * for a summary, `compaction/prune` for pruned tool results), the shadowed events stay in the
  * session's append-only log. Capture reads them, keeps what `extractPieces` keeps, and stores it
- * as cold blocks with provenance. Two paths lead here, and storing is idempotent, so a region
- * seen by both (or again after a resume) writes nothing new:
- *
- * - a `session/event` listener, which stores the region the moment compaction announces it;
- * - a sweep after each step's `agent/pre-step` (where dsh's compaction runs), which reads the
- *   session's new events since the last sweep, for compositions where the `session/event`
- *   firehose does not reach the plugin (observed in the real `dsh --profile headless`, see
- *   docs/layers.md); it costs a look at the events appended since the last step.
+ * as cold blocks with provenance. A `session/event` listener stores the region the moment
+ * compaction announces it (the events fire synchronously, before the replacement is appended).
+ * Storing is idempotent, so a region seen again (re-emitted after a resume) writes nothing new.
  *
  * A failure is logged and counted, never thrown: capture must not break the turn that compacts.
  */
 export function registerCompactionCapture(ctx: Context, service: () => StableMem, config: Config): void {
   if (!config.layers.capture) return
   const logger = ctx.logger('stablemem')
-  const options = {
-    humanKinds: new Set(config.querySources),
-    ownTools: new Set([config.toolName, recallToolNameOf(config)]),
-    toolResultChars: config.layers.toolResultChars,
-    maxPieceChars: config.maxBlockChars,
-  }
+  const options = extractOptionsOf(config)
   const capture = (session: SessionLike, event: EventLike) => {
     const memory = service()
     if (memory.unavailableReason() !== undefined) return
@@ -59,21 +58,9 @@ export function registerCompactionCapture(ctx: Context, service: () => StableMem
       failed(error)
     }
   }
-  /** How far each session's log has been swept. */
-  const swept = new WeakMap<object, number>()
   ctx.on('session/event', (session, event) => {
     if (REGION_EVENTS.has(event.type)) capture(session as unknown as SessionLike, event)
   })
-  ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
-    const decision = await next()
-    const session = payload.agent.session as unknown as SessionLike
-    const events = session.events
-    for (let i = swept.get(session) ?? 0; i < events.length; i++) {
-      if (REGION_EVENTS.has(events[i]!.type)) capture(session, events[i]!)
-    }
-    swept.set(session, events.length)
-    return decision
-  }, { prepend: true })
 }
 
 /** The events with these seqs, found by position first (seq = index in a live session) and by search otherwise. */
