@@ -322,13 +322,29 @@ function deleteIndexEntries(host: ForgetHost): void {
     .get(rows.length * REWRITE_BREAK_EVEN + 1) as { n: number }).n)
   const rewrite = indexDeletion(rows.length, indexed) === 'rewrite'
   const remove = host.stmt('forget.fts', "INSERT INTO blocks_fts (blocks_fts, rowid, latin, cjk) VALUES ('delete', ?, ?, ?)")
-  if (rewrite) host.db.exec("INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('secure-delete', 0)")
+  // FTS5 takes an option's value as an integer only, so it is bound as a BigInt.
+  const ftsOption = host.stmt('forget.ftsOption', 'INSERT INTO blocks_fts (blocks_fts, rank) VALUES (?, ?)')
+  const option = (name: string, value: number) => ftsOption.run(name, BigInt(value))
+  let hashSize = 0
+  if (rewrite) {
+    // FTS5 writes pending deletions out as a new segment (and merges segments) whenever they pass
+    // its hash size; the rewrite replaces every segment anyway, so they stay in memory until then.
+    hashSize = Number((host.stmt('forget.ftsHashSize', "SELECT v FROM blocks_fts_config WHERE k = 'hashsize'").get() as { v: number } | undefined)?.v ?? FTS5_HASH_SIZE)
+    option('secure-delete', 0)
+    option('hashsize', REWRITE_HASH_SIZE)
+  }
   for (const row of rows) remove.run(row.rid, ...indexColumns(String(row.text)))
   if (rewrite) {
     host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
-    host.db.exec("INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('secure-delete', 1)")
+    option('hashsize', hashSize)
+    option('secure-delete', 1)
   }
 }
+
+/** FTS5's default in-memory size of pending index changes, in bytes. */
+const FTS5_HASH_SIZE = 1 << 20
+/** The pending-change size for a rewrite's deletions: deleting 10,000 notes holds a few MiB. */
+const REWRITE_HASH_SIZE = 256 << 20
 
 /**
  * A TRUNCATE checkpoint: copies every WAL frame into the file and cuts the WAL to zero bytes.
