@@ -8,6 +8,7 @@ import { isInvisibleOnly } from '../text/invisible.ts'
 import { nearKey } from '../text/near-key.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
+import { BrowseTable } from './browse.ts'
 import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates.ts'
 import { indexColumns } from './fts-columns.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
@@ -99,6 +100,8 @@ export class BlockStore {
   readonly readOnly: boolean
   /** Which scopes each block belongs to (`lib/store/scopes.ts`). */
   readonly scopes: ScopeTable
+  /** Pages, filters and note pages for the memory browser (`lib/store/browse.ts`). */
+  readonly browse: BrowseTable
   private readonly nearKeys: NearKeys
   private forgets = 0
   private readonly db: DatabaseSync
@@ -162,6 +165,7 @@ export class BlockStore {
     })
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
+    this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql), count: () => this.count() })
   }
 
   /** Stores one block; idempotent by content. See `commitMany`. */
