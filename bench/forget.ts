@@ -1,38 +1,49 @@
 /**
- * `npm run bench:forget -- [--blocks 100000] [--forget 10000] [--queries 300] [--json]`
+ * `npm run bench:forget -- [--blocks 100000] [--forget 10000] [--single 20] [--batch 300] [--commit-blocks 20000] [--json]`
  *
  * What forgetting costs and what it leaves, at N blocks (seeded synthetic corpus, bench/corpus.ts),
- * all in one run:
- * 1. forgetting `--forget` notes by one filter (`{scene}`), in one call: total ms (the issue's
- *    bound: ≤ 1 s for 10,000 at 100k), beside the baseline of forgetting notes one id per call
- *    (`--single` of them, extrapolated per note), which is what a client without a filter does;
- * 2. forgetting one note at N blocks (the index rewrite makes it cost about the same as many);
- * 3. recall latency p50/p99 over the same queries before and after the large deletion (ratio);
- * 4. the file size after `vacuum` against a fresh import of the remaining notes into a new file
- *    (also vacuumed, so both are compact), as a ratio.
+ * all in one run, each time as wall and CPU time (`process.cpuUsage`; under load CPU time is close
+ * to what a quiet machine gives):
+ * 1. forgetting one note by id, `--single` times (FTS5's secure delete removes its index entries);
+ * 2. the baseline of the previous release, in the same run: the same single forget with the
+ *    index's secure-delete off (the delete leaves the terms), then a full rewrite of the index and
+ *    the checkpoint, which is what every forget used to cost;
+ * 3. forgetting `--batch` notes by id in one call (still the secure-delete way, near break-even);
+ * 4. forgetting `--forget` notes by one filter (`{scene}`) in one call (the issue's bound: ≤ 1 s for
+ *    10,000 at 100k; the rewrite way);
+ * 5. recall latency p50/p99 over the same queries before and after the large deletion (ratio);
+ * 6. the file size after `vacuum` against a fresh import of the remaining notes into a new file
+ *    (also vacuumed, so both are compact), as a ratio;
+ * 7. what the index's secure-delete option costs commits: `--commit-blocks` notes committed in
+ *    batches of 1,000 into three fresh stores, batch by batch in turn: the index as it is, the same
+ *    index with secure-delete off, and the previous release's `contentless_delete` index.
  * With `--json` the last line is one JSON object.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { DatabaseSync } from 'node:sqlite'
 import { recallBlocks } from '../lib/recall/recall.ts'
+import { indexDeletion } from '../lib/store/forget.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { exportJsonl, importJsonl } from '../lib/store/transfer.ts'
 import { QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
-import { nowMs, round, summary } from './stats.ts'
+import { cpuMs, nowMs, round, summary } from './stats.ts'
 
 const { values: args } = parseArgs({
   options: {
     blocks: { type: 'string', default: '100000' },
     forget: { type: 'string', default: '10000' },
     single: { type: 'string', default: '20' },
+    batch: { type: 'string', default: '300' },
+    'commit-blocks': { type: 'string', default: '20000' },
     queries: { type: 'string', default: '300' },
     seed: { type: 'string', default: '20261130' },
     json: { type: 'boolean', default: false },
   },
 })
-const positive = (name: 'blocks' | 'forget' | 'single' | 'queries' | 'seed'): number => {
+const positive = (name: 'blocks' | 'forget' | 'single' | 'batch' | 'commit-blocks' | 'queries' | 'seed'): number => {
   const value = Number(args[name])
   if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got ${String(args[name])}`)
   return value
@@ -40,6 +51,8 @@ const positive = (name: 'blocks' | 'forget' | 'single' | 'queries' | 'seed'): nu
 const N = positive('blocks')
 const FORGET = Math.min(positive('forget'), Math.floor(N / 2))
 const SINGLE = positive('single')
+const BATCH = positive('batch')
+const COMMIT_BLOCKS = positive('commit-blocks')
 const QUERIES = positive('queries')
 const SEED = positive('seed')
 const log = (line: string) => (args.json ? console.error : console.log)(line)
@@ -48,8 +61,17 @@ const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-forget-'))
 const path = join(dir, 'memory.db')
 const gen = corpus(SEED)
 const every = Math.floor(N / FORGET)
-/** Block i's scene: `doomed` for the FORGET notes the filter removes, `single` for the one-by-one baseline. */
-const sceneOf = (i: number) => (i % every === 0 && i / every < FORGET ? 'doomed' : i % every === 1 && (i - 1) / every < SINGLE ? 'single' : 'kept')
+/** Block i's scene: `doomed` for the notes the filter removes; every other note picks a role in turn. */
+const sceneOf = (i: number): string => {
+  if (i % every === 0 && i / every < FORGET) return 'doomed'
+  const k = Math.floor(i / every) // the k-th run of `every` notes gives one note to each small role
+  const role = i % every
+  if (role === 1 && k < SINGLE) return 'single'
+  if (role === 2 && k < SINGLE) return 'baseline'
+  if (role === 3 && k < BATCH) return 'batch'
+  return 'kept'
+}
+if (every < 4 || Math.floor(N / every) < Math.max(SINGLE, BATCH)) throw new Error('--blocks is too small for --forget, --single and --batch')
 
 log(`corpus: ${N} blocks, seed ${SEED}; forgetting ${FORGET} by filter; files in ${dir}`)
 const store = new BlockStore(path, { duplicates: 'keep' })
@@ -77,18 +99,49 @@ function recallLatency(): { p50_ms: number, p99_ms: number } {
 const recallBefore = recallLatency()
 log(`recall before: p50 ${recallBefore.p50_ms} ms, p99 ${recallBefore.p99_ms} ms`)
 
-// Baseline: one id per call, as a client without filters would delete.
-const singles = [...store.allBlocks()].filter((b) => b.scene === 'single').map((b) => b.id)
-t0 = nowMs()
-for (const id of singles) store.forget(id)
-const singleMs = nowMs() - t0
-const perNoteMs = singleMs / singles.length
-log(`baseline: ${singles.length} notes one id per call in ${Math.round(singleMs)} ms (${perNoteMs.toFixed(1)} ms per note; ${FORGET} would take ≈ ${Math.round(perNoteMs * FORGET)} ms)`)
+/** Wall and CPU time of `fn`, in ms. */
+function timed(fn: () => void): { wall_ms: number, cpu_ms: number } {
+  const wall = nowMs()
+  const cpu = cpuMs()
+  fn()
+  return { wall_ms: nowMs() - wall, cpu_ms: cpuMs() - cpu }
+}
+const perNote = (t: { wall_ms: number, cpu_ms: number }, notes: number) => ({ notes, wall_ms_per_note: round(t.wall_ms / notes, 2), cpu_ms_per_note: round(t.cpu_ms / notes, 2) })
+const idsOf = (scene: string) => [...store.allBlocks()].filter((b) => b.scene === scene).map((b) => b.id)
 
-t0 = nowMs()
-const result = store.forget({ scene: 'doomed' })
-const filterMs = nowMs() - t0
-log(`forget by filter: ${result.deleted.length} notes in ${Math.round(filterMs)} ms (WAL cleared: ${result.walCleared})`)
+// 1. One id per call, as the model tool or a user deletes one note.
+const singles = idsOf('single')
+const single = perNote(timed(() => { for (const id of singles) store.forget(id) }), singles.length)
+log(`one id per call: ${single.notes} notes, ${single.wall_ms_per_note} ms wall, ${single.cpu_ms_per_note} ms CPU per note`)
+
+// 2. The previous release's cost in the same run: the same forget, then a full index rewrite and checkpoint.
+const rewriter = new DatabaseSync(path, { timeout: 5000 })
+rewriter.exec('PRAGMA secure_delete = ON')
+const baselineIds = idsOf('baseline')
+const baseline = perNote(timed(() => {
+  for (const id of baselineIds) {
+    // The previous release's delete left the terms in place (secure-delete off), and its forget rewrote the index.
+    rewriter.exec("INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('secure-delete', 0)")
+    store.forget(id)
+    rewriter.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
+    rewriter.exec("INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('secure-delete', 1)")
+    rewriter.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get()
+  }
+}), baselineIds.length)
+rewriter.close()
+log(`baseline (forget + full index rewrite, the previous release): ${baseline.wall_ms_per_note} ms wall, ${baseline.cpu_ms_per_note} ms CPU per note`)
+
+// 3. A batch of ids in one call.
+const batchIds = idsOf('batch')
+const batchWay = indexDeletion(batchIds.length, store.count())
+const batch = perNote(timed(() => { store.forget(batchIds) }), batchIds.length)
+log(`${batch.notes} ids in one call (${batchWay}): ${round(batch.wall_ms_per_note * batch.notes, 0)} ms wall, ${round(batch.cpu_ms_per_note * batch.notes, 0)} ms CPU`)
+
+// 4. The large forget by filter.
+const filterWay = indexDeletion(FORGET, store.count())
+let result: ReturnType<typeof store.forget> | undefined
+const filter = timed(() => { result = store.forget({ scene: 'doomed' }) })
+log(`forget by filter (${filterWay}): ${result!.deleted.length} notes in ${Math.round(filter.wall_ms)} ms wall, ${Math.round(filter.cpu_ms)} ms CPU (WAL cleared: ${result!.walCleared})`)
 
 const recallAfter = recallLatency()
 log(`recall after: p50 ${recallAfter.p50_ms} ms, p99 ${recallAfter.p99_ms} ms`)
@@ -106,12 +159,56 @@ const freshVacuum = fresh.vacuum()
 fresh.close()
 log(`fresh import of the ${remaining} remaining notes: ${freshVacuum.bytesBefore} bytes as written, ${freshVacuum.bytesAfter} after vacuum`)
 
+// 7. Commit cost of the index's secure-delete option, three stores in turn, batch by batch.
+type Variant = 'secure_delete' | 'without_secure_delete' | 'previous_contentless_delete'
+const variants: Record<Variant, string> = {
+  secure_delete: '',
+  without_secure_delete: "INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('secure-delete', 0);",
+  previous_contentless_delete: `DROP TABLE blocks_fts; CREATE VIRTUAL TABLE blocks_fts USING fts5(latin, cjk, content = '', contentless_delete = 1,
+    tokenize = 'porter unicode61 remove_diacritics 2');`,
+}
+const stores = new Map<Variant, BlockStore>()
+const spent = new Map<Variant, { wall_ms: number, cpu_ms: number }>()
+for (const [variant, sql] of Object.entries(variants) as Array<[Variant, string]>) {
+  const variantPath = join(dir, `commit-${variant}.db`)
+  new BlockStore(variantPath).close()
+  const raw = new DatabaseSync(variantPath)
+  raw.exec(sql)
+  raw.close()
+  stores.set(variant, new BlockStore(variantPath, { duplicates: 'keep' }))
+  spent.set(variant, { wall_ms: 0, cpu_ms: 0 })
+}
+const commitGen = corpus(SEED + 1)
+for (let from = 0, turn = 0; from < COMMIT_BLOCKS; from += 1000, turn++) {
+  const inputs: Array<{ text: string, source: string }> = []
+  for (let i = from; i < Math.min(COMMIT_BLOCKS, from + 1000); i++) inputs.push({ text: commitGen.block(i).text, source: 'bench' })
+  const order = [...stores.keys()]
+  for (let r = 0; r < turn % order.length; r++) order.push(order.shift()!) // each store goes first in turn
+  for (const variant of order) {
+    const t = timed(() => { stores.get(variant)!.commitMany(inputs) })
+    const total = spent.get(variant)!
+    total.wall_ms += t.wall_ms
+    total.cpu_ms += t.cpu_ms
+  }
+}
+for (const s of stores.values()) s.close()
+const commitCost = Object.fromEntries([...spent].map(([variant, t]) => [variant, {
+  per_s_wall: Math.round(COMMIT_BLOCKS / (t.wall_ms / 1000)), cpu_us_per_note: round((t.cpu_ms * 1000) / COMMIT_BLOCKS, 1),
+}])) as Record<Variant, { per_s_wall: number, cpu_us_per_note: number }>
+const cpuRatio = (variant: Variant) => round(spent.get('secure_delete')!.cpu_ms / spent.get(variant)!.cpu_ms, 3)
+log(`commit ${COMMIT_BLOCKS} notes in batches of 1000: ${Object.entries(commitCost).map(([v, c]) => `${v} ${c.per_s_wall}/s, ${c.cpu_us_per_note} µs CPU per note`).join('; ')}`)
+
+const ms = (t: { wall_ms: number, cpu_ms: number }) => ({ wall_ms: Math.round(t.wall_ms), cpu_ms: Math.round(t.cpu_ms) })
 const out = {
   blocks: N,
-  forgotten: result.deleted.length,
-  forget_filter_ms: Math.round(filterMs),
-  baseline_one_by_one: { notes: singles.length, total_ms: Math.round(singleMs), per_note_ms: round(perNoteMs, 2), extrapolated_ms: Math.round(perNoteMs * FORGET) },
-  speedup_vs_one_by_one: round((perNoteMs * FORGET) / filterMs, 1),
+  forgotten: result!.deleted.length,
+  forget_filter: { ...ms(filter), index: filterWay },
+  forget_filter_ms: Math.round(filter.wall_ms),
+  single_id: single,
+  baseline_single_with_rewrite: baseline,
+  single_speedup_cpu: round(baseline.cpu_ms_per_note / single.cpu_ms_per_note, 1),
+  single_speedup_wall: round(baseline.wall_ms_per_note / single.wall_ms_per_note, 1),
+  batch_ids: { ...batch, index: batchWay },
   recall_before: recallBefore,
   recall_after: recallAfter,
   recall_p99_ratio_after_before: round(recallAfter.p99_ms / recallBefore.p99_ms, 2),
@@ -120,6 +217,8 @@ const out = {
   fresh_import_bytes: freshVacuum.bytesBefore,
   fresh_import_vacuumed_bytes: freshVacuum.bytesAfter,
   vacuum_vs_fresh_ratio: round(vacuum.bytesAfter / freshVacuum.bytesAfter, 3),
+  commit: { blocks: COMMIT_BLOCKS, ...commitCost,
+    cpu_ratio_secure_vs_without: cpuRatio('without_secure_delete'), cpu_ratio_secure_vs_previous: cpuRatio('previous_contentless_delete') },
 }
 if (args.json) console.log(JSON.stringify(out))
 else console.log(out)

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:stages -- [--turns T] [--json]`
+ * `npm run bench:stages -- [--turns T] [--compare <dir>/lib/index.ts] [--json]`
  *
  * What the stage API costs per turn: the same turn (two tool steps and a final answer, so every
  * stage fires: on_input, pre_action ×3, post_action on every chunk, before/after_toolcall ×2,
@@ -11,6 +11,7 @@
  *
  * The stage overhead is `noops` against `plugin`: p50 and p99 of the process CPU time per turn
  * (wall time is reported too, but on a shared machine it mostly measures waiting for a core).
+ * The default of 1,000 turns per loop puts ten samples above each p99.
  * `--compare <dir>/lib/index.ts` adds a fourth loop, `compare`, with another build of the plugin
  * (e.g. one without the stage API: `git archive <rev> lib | tar -x -C .cache/rev`).
  * `host_turn_*` times the stage host alone on the same handler calls (see `hostOnly`).
@@ -29,9 +30,9 @@ import * as plugin from '../lib/index.ts'
 import { STAGES } from '../lib/index.ts'
 import { StageHost } from '../lib/kernel/stages/host.ts'
 import { ScriptedAdapter, reply, toolCall, userMessage } from '../test/helpers/harness.ts'
-import { nowMs, round, summary } from './stats.ts'
+import { cpuMs, nowMs, round, summary } from './stats.ts'
 
-const { values: args } = parseArgs({ options: { turns: { type: 'string', default: '400' }, json: { type: 'boolean', default: false }, compare: { type: 'string' } } })
+const { values: args } = parseArgs({ options: { turns: { type: 'string', default: '1000' }, json: { type: 'boolean', default: false }, compare: { type: 'string' } } })
 const TURNS = Number(args.turns)
 if (!Number.isInteger(TURNS) || TURNS <= 0) throw new Error(`--turns must be a positive integer, got ${String(args.turns)}`)
 const WARMUP = 50
@@ -69,15 +70,15 @@ async function loop(label: string, withPlugin: boolean, module: typeof plugin = 
       const handle = await ctx.agents.create({ sessionId: SessionId(`${label}-${++turn}`), agentOptions: { provider: 'mock', model: 'mock-1' } })
       const agent = handle.agent
       const start = nowMs()
-      const cpu = process.cpuUsage()
+      const cpu = cpuMs()
       agent.followup(userMessage('run two steps'))
       await agent.whenIdle()
       if (withPlugin) await ctx.stablemem.stages?.idle()
-      const used = process.cpuUsage(cpu)
+      const used = cpuMs() - cpu
       const wall = nowMs() - start
       adapter.requests.length = 0
       await handle.dispose() // so that no loop grows with the number of turns it ran
-      return { wall, cpu: (used.user + used.system) / 1000 }
+      return { wall, cpu: used }
     },
     async dispose() {
       await fiber?.dispose()
@@ -135,7 +136,7 @@ async function hostOnly(turns: number): Promise<number[]> {
   const next = () => 'next' as const
   const samples: number[] = []
   for (let i = 0; i < WARMUP + turns; i++) {
-    const start = process.cpuUsage()
+    const start = cpuMs()
     await host.run('on_input', agent, () => ({ ...base, messages: [] }), next)
     for (let step = 0; step < 3; step++) await host.run('pre_action', agent, () => ({ ...base, messages: [] }), next)
     for (let c = 0; c < 9; c++) for (const entry of host.applicable('post_action', agent)) host.invoke(entry, { ...base, chunk })
@@ -144,8 +145,7 @@ async function hostOnly(turns: number): Promise<number[]> {
       await host.run('after_toolcall', agent, () => ({ ...call, isError: false, content: [] }), next)
     }
     await host.run('after_output', agent, () => ({ agent, turn: 1, reason: { kind: 'completed' }, text: '' }), next)
-    const used = process.cpuUsage(start)
-    if (i >= WARMUP) samples.push((used.user + used.system) / 1000)
+    if (i >= WARMUP) samples.push(cpuMs() - start)
   }
   return samples
 }
@@ -171,11 +171,19 @@ const result = {
   host_turn_p50_ms: host.p50_ms,
   host_turn_p99_ms: host.p99_ms,
   plugin_overhead_p50_ms: round(c.plugin!.p50_ms - c.bare!.p50_ms),
-  ...(c.compare ? { cpu_compare_p50_ms: c.compare.p50_ms, cpu_compare_p99_ms: c.compare.p99_ms, plugin_vs_compare_p50_ms: round(c.plugin!.p50_ms - c.compare.p50_ms) } : {}),
+  ...(c.compare ? {
+    cpu_compare_p50_ms: c.compare.p50_ms, cpu_compare_p99_ms: c.compare.p99_ms,
+    plugin_vs_compare_p50_ms: round(c.plugin!.p50_ms - c.compare.p50_ms), plugin_vs_compare_p99_ms: round(c.plugin!.p99_ms - c.compare.p99_ms),
+  } : {}),
+  wall_bare_p50_ms: w.bare!.p50_ms,
+  wall_bare_p99_ms: w.bare!.p99_ms,
   wall_plugin_p50_ms: w.plugin!.p50_ms,
   wall_noops_p50_ms: w.noops!.p50_ms,
   wall_plugin_p99_ms: w.plugin!.p99_ms,
   wall_noops_p99_ms: w.noops!.p99_ms,
+  wall_stage_overhead_p50_ms: round(w.noops!.p50_ms - w.plugin!.p50_ms),
+  wall_stage_overhead_p99_ms: round(w.noops!.p99_ms - w.plugin!.p99_ms),
+  ...(w.compare ? { wall_compare_p50_ms: w.compare.p50_ms, wall_compare_p99_ms: w.compare.p99_ms } : {}),
 }
 if (!args.json) {
   for (const [label, v] of Object.entries(c)) console.log(`${label.padEnd(7)} cpu p50 ${v.p50_ms.toFixed(3)} ms  p99 ${v.p99_ms.toFixed(3)} ms   wall p50 ${w[label]!.p50_ms.toFixed(3)} ms  p99 ${w[label]!.p99_ms.toFixed(3)} ms`)

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
+import { indexColumns } from '../lib/store/fts-columns.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { EXPORT_VERSION } from '../lib/store/transfer.ts'
 import { CLI_SOURCE, runCli } from './helpers/cli.ts'
@@ -157,7 +158,9 @@ t.test('doctor: healthy, missing, damaged, foreign, newer and unindexed stores',
   const unindexed = join(dir, 'unindexed.db')
   richStore(unindexed).close()
   const db = new DatabaseSync(unindexed)
-  db.exec('DELETE FROM blocks_fts WHERE rowid = 1')
+  // The index is contentless: a row leaves it by naming the text it was indexed with.
+  const { text } = db.prepare('SELECT text FROM blocks WHERE rowid = 1').get() as { text: string }
+  db.prepare("INSERT INTO blocks_fts (blocks_fts, rowid, latin, cjk) VALUES ('delete', 1, ?, ?)").run(...indexColumns(text))
   db.close()
   const index = await runCli(['doctor', '--db', unindexed])
   t.equal(index.code, 1)

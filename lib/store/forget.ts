@@ -5,16 +5,18 @@
  *
  * "Gone" (docs/reliability.md): in one transaction the block rows, their full-text entries, their
  * vectors, every edge that touches them (both directions) and the vector centroids they were part
- * of are deleted, and the full-text index is rewritten ('optimize'), because a contentless FTS5
- * delete only marks rows and leaves their terms in the index. The connection runs with
- * `PRAGMA secure_delete = ON`, so every freed cell and page is overwritten with zeros. After the
- * commit, a TRUNCATE checkpoint copies the zeroed pages into the file and empties the WAL, which
- * still held the old page images. A tombstone (the content address only, never the text) keeps an
- * older export from bringing the note back.
+ * of are deleted. The full-text index has FTS5's `secure-delete` option (set by a migration), so
+ * deleting a row removes its terms and positions from the index pages themselves; a forget of many
+ * notes at once instead deletes without it and rewrites the whole index, whichever is cheaper
+ * (`indexDeletion`). The connection runs with `PRAGMA secure_delete = ON`, so every freed cell and
+ * page is overwritten with zeros. After the commit, a TRUNCATE checkpoint copies the zeroed pages
+ * into the file and empties the WAL, which still held the old page images. A tombstone (the
+ * content address only, never the text) keeps an older export from bringing the note back.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { isBlockId } from './block-id.ts'
+import { indexColumns } from './fts-columns.ts'
 import type { Block } from './types.ts'
 
 /** A filter over stored notes. Several fields narrow together (AND); `all` must stand alone. */
@@ -131,9 +133,6 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
     const restored = restore ? respliceSuccessors(host) : []
     const everything = selection.kind === 'filter' && selection.filter.all === true
     const counts = dryRun ? countRefs(host) : deleteRefs(host, origin, everything)
-    // A contentless FTS5 delete only marks the row; rewriting the index drops its terms. Forgetting
-    // everything drops the whole index instead, which needs no rewrite.
-    if (!dryRun && deleted.length > 0 && !everything) db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
     db.exec(dryRun ? 'ROLLBACK' : 'COMMIT')
     result = { deleted, unknown, restored, ...counts, dryRun, walCleared: false }
   } catch (error) {
@@ -145,7 +144,7 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
 }
 
 /**
- * Rewrites the full-text index, rebuilds the file without free pages (SQLite `VACUUM`, which
+ * Compacts the full-text index into one segment, rebuilds the file without free pages (SQLite `VACUUM`, which
  * also drops any free-page residue left by releases before secure deletion) and empties the WAL.
  */
 export function vacuumStore(host: ForgetHost): VacuumResult {
@@ -281,12 +280,71 @@ function deleteRefs(host: ForgetHost, origin: string, everything: boolean): { ed
     WHERE block_id IN (SELECT id FROM temp.stablemem_forget))`)
   const vectors = run('forget.vectors', 'DELETE FROM vectors WHERE block_id IN (SELECT id FROM temp.stablemem_forget)')
   if (everything) host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('delete-all')")
-  else run('forget.fts', 'DELETE FROM blocks_fts WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
+  else deleteIndexEntries(host)
   run('forget.tombstones', `INSERT INTO tombstones (id, forgotten_at, origin) SELECT id, ?, ? FROM temp.stablemem_forget WHERE true
     ON CONFLICT(id) DO UPDATE SET forgotten_at = excluded.forgotten_at, origin = excluded.origin`, host.now(), origin)
   run('forget.blocks', 'DELETE FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
   return { edges, vectors }
 }
+
+/** How a forget removes its notes' entries from the full-text index (see `indexDeletion`). */
+export type IndexDeletion = 'secure-delete' | 'rewrite'
+
+/**
+ * Where the two ways of removing index entries cost the same: forgetting one note in this many
+ * indexed notes. Measured at 100k notes (bench:forget; the FTS5 calls alone, under load): a secure
+ * delete costs 0.6–1.8 ms of CPU per note (more while the index has several segments), rewriting
+ * the whole index about 5 µs per indexed note plus 55 µs per deleted one.
+ */
+const REWRITE_BREAK_EVEN = 300
+
+/**
+ * The cheaper way to leave no entry of `deleted` notes in an index of `indexed` notes. FTS5's
+ * secure delete rewrites every index page that holds one of the note's entries, so its cost grows
+ * with the notes deleted; with it off, a delete only records the deletion and a full rewrite
+ * ('optimize') drops the entries, at a cost that grows with the index. Both leave the same bytes.
+ */
+export function indexDeletion(deleted: number, indexed: number): IndexDeletion {
+  return deleted * REWRITE_BREAK_EVEN > indexed ? 'rewrite' : 'secure-delete'
+}
+
+/**
+ * Deletes the selected notes' full-text entries, naming each row's indexed text (the index is
+ * contentless), by the cheaper way `indexDeletion` picks. The rewrite switches secure-delete off
+ * for its deletes and back on before the transaction commits, so no other writer ever sees it off.
+ */
+function deleteIndexEntries(host: ForgetHost): void {
+  const rows = host.stmt('forget.indexed', `SELECT f.rid, b.text FROM temp.stablemem_forget f
+    JOIN blocks b ON b.rowid = f.rid`).all() as Array<{ rid: number, text: string }>
+  if (rows.length === 0) return
+  // Counting stops where the answer is known, so forgetting one note does not count a large store.
+  const indexed = Number((host.stmt('forget.indexedCount', 'SELECT count(*) AS n FROM (SELECT 1 FROM blocks LIMIT ?)')
+    .get(rows.length * REWRITE_BREAK_EVEN + 1) as { n: number }).n)
+  const rewrite = indexDeletion(rows.length, indexed) === 'rewrite'
+  const remove = host.stmt('forget.fts', "INSERT INTO blocks_fts (blocks_fts, rowid, latin, cjk) VALUES ('delete', ?, ?, ?)")
+  // FTS5 takes an option's value as an integer only, so it is bound as a BigInt.
+  const ftsOption = host.stmt('forget.ftsOption', 'INSERT INTO blocks_fts (blocks_fts, rank) VALUES (?, ?)')
+  const option = (name: string, value: number) => ftsOption.run(name, BigInt(value))
+  let hashSize = 0
+  if (rewrite) {
+    // FTS5 writes pending deletions out as a new segment (and merges segments) whenever they pass
+    // its hash size; the rewrite replaces every segment anyway, so they stay in memory until then.
+    hashSize = Number((host.stmt('forget.ftsHashSize', "SELECT v FROM blocks_fts_config WHERE k = 'hashsize'").get() as { v: number } | undefined)?.v ?? FTS5_HASH_SIZE)
+    option('secure-delete', 0)
+    option('hashsize', REWRITE_HASH_SIZE)
+  }
+  for (const row of rows) remove.run(row.rid, ...indexColumns(String(row.text)))
+  if (rewrite) {
+    host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
+    option('hashsize', hashSize)
+    option('secure-delete', 1)
+  }
+}
+
+/** FTS5's default in-memory size of pending index changes, in bytes. */
+const FTS5_HASH_SIZE = 1 << 20
+/** The pending-change size for a rewrite's deletions: deleting 10,000 notes holds a few MiB. */
+const REWRITE_HASH_SIZE = 256 << 20
 
 /**
  * A TRUNCATE checkpoint: copies every WAL frame into the file and cuts the WAL to zero bytes.

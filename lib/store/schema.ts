@@ -1,5 +1,6 @@
 import type { DatabaseSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
+import { indexColumns } from './fts-columns.ts'
 
 /**
  * Forward-only schema migrations, tracked in `PRAGMA user_version`. Each entry moves the file
@@ -144,6 +145,24 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX blocks_cold_accessed ON blocks(rowid) WHERE layer = 'cold' AND access_count > 0;
   `,
+  // Forget without rewriting the index (docs/reliability.md): the v1 index was contentless with
+  // `contentless_delete`, whose delete only marks the row, so a forgotten note's terms stayed in
+  // the index pages until the whole index was rewritten. It becomes a plain contentless table with
+  // FTS5's persistent `secure-delete` option: a delete names the row's indexed text and FTS5
+  // removes every one of its entries from the pages themselves. The index is rebuilt from the
+  // blocks' text with the functions `migrate` registers (the same columns commit writes), then
+  // merged into one segment.
+  `
+  DROP TABLE blocks_fts;
+  CREATE VIRTUAL TABLE blocks_fts USING fts5(
+    latin, cjk,
+    content = '',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+  );
+  INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('secure-delete', 1);
+  INSERT INTO blocks_fts (rowid, latin, cjk) SELECT rowid, stablemem_fts_latin(text), stablemem_fts_cjk(text) FROM blocks;
+  INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize');
+  `,
 ]
 
 /** The schema version this code writes and reads. */
@@ -175,6 +194,7 @@ export function refuseNewerSchema(db: DatabaseSync): number {
  */
 export function migrate(db: DatabaseSync, target: number = SCHEMA_VERSION): void {
   const current = refuseNewerSchema(db)
+  if (current < target) registerIndexFunctions(db)
   for (let v = current; v < target; v++) {
     db.exec('BEGIN IMMEDIATE')
     try {
@@ -191,4 +211,13 @@ export function migrate(db: DatabaseSync, target: number = SCHEMA_VERSION): void
       throw error
     }
   }
+}
+
+/**
+ * SQL functions a migration uses to rebuild the full-text index from the blocks' text: the two
+ * columns `indexColumns` gives, which are what commit writes.
+ */
+function registerIndexFunctions(db: DatabaseSync): void {
+  db.function('stablemem_fts_latin', { deterministic: true }, (text) => indexColumns(String(text))[0])
+  db.function('stablemem_fts_cjk', { deterministic: true }, (text) => indexColumns(String(text))[1])
 }

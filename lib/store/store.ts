@@ -4,13 +4,13 @@ import { pathToFileURL } from 'node:url'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
-import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
 import { isInvisibleOnly } from '../text/invisible.ts'
 import { nearKey } from '../text/near-key.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
 import { BrowseTable } from './browse.ts'
 import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates.ts'
+import { indexColumns } from './fts-columns.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import { LayerTable } from './layers.ts'
@@ -202,7 +202,7 @@ export class BlockStore {
       const created = Number(inserted.changes) === 1
       let replaced: string | undefined
       if (created) {
-        index.run(inserted.lastInsertRowid, withoutCjk(row.text), cjkIndexText(row.text))
+        index.run(inserted.lastInsertRowid, ...indexColumns(row.text))
       } else {
         update.run(row.source, row.scene, row.semanticType, now, row.id)
         // Saying a replaced text again makes it current again: the later commit wins.
@@ -583,7 +583,7 @@ export class BlockStore {
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING rowid`)
     const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt) as { rowid: number } | undefined
     if (inserted) {
-      this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, withoutCjk(row.text), cjkIndexText(row.text))
+      this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, ...indexColumns(row.text))
       this.nearKeys.set(row.id, nearKey(row.text))
       this.matchCounts.clear()
       return true

@@ -2,11 +2,19 @@
  * "Gone" means gone from the bytes: after `forget`, the raw bytes of the store file, its WAL and
  * its shared-memory file hold no trace of the note's text (English and Chinese, the sentence and
  * its distinctive tokens), while the store is still open (as in a running agent) and after it is
- * closed. Each part of the mechanism has a mutation check: without secure deletion, without the
- * index rewrite, or without the WAL checkpoint, the same scan finds the text.
+ * closed. Both ways of removing index entries are scanned: FTS5's secure delete (a few notes) and
+ * the full rewrite (many notes at once). Each part of the mechanism has a mutation check: without
+ * secure deletion of pages, without the index's secure-delete option, without the rewrite,
+ * without switching secure-delete back on after it, with the wrong indexed text, or without the
+ * WAL checkpoint, the same scan finds the text.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs'
+import { DatabaseSync } from 'node:sqlite'
 import t, { type Test } from 'tap'
+import { blockId } from '../../lib/store/block-id.ts'
+import { indexDeletion } from '../../lib/store/forget.ts'
+import { indexColumns } from '../../lib/store/fts-columns.ts'
+import { MIGRATIONS, migrate } from '../../lib/store/schema.ts'
 import type { BlockStore as BlockStoreType } from '../../lib/store/store.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { tempStorePath } from '../helpers/harness.ts'
@@ -19,6 +27,9 @@ const SECRET_ZH = '机密：王小明的护照号码是E12345678，住在翠湖�
 /** What must not be found: the sentences and tokens only they contain (as stored, and as indexed). */
 const NEEDLES = ['Zorblaxquux', 'zorblaxquux', '7719-alpha', 'quintessa', 'Quintessa', '护照号码', '翠湖苑', 'E12345678', 'e12345678', SECRET_ZH, SECRET_EN]
 
+/** The Chinese secret's bigrams, as an FTS5 expression over the index. */
+const CJK_TERMS = 'cjk : ("护照" OR "号码" OR "翠湖" OR "湖苑" OR "七栋")'
+
 /** Which needles occur in the raw bytes of the file, its WAL and its shared-memory file. */
 function scan(path: string): string[] {
   const found: string[] = []
@@ -30,33 +41,65 @@ function scan(path: string): string[] {
   return found
 }
 
+/** The secrets' ids in a scenario's store, and the filler notes committed around them. */
+interface Stored {
+  en: string
+  zh: string
+  newer: string
+  fillers: string[]
+}
+
+/** How a scenario forgets the secrets. */
+type Forgetting = (store: BlockStoreType, stored: Stored) => void
+
+/** Forgets the secrets a few at a time: every forget takes the secure-delete way. */
+const fewAtATime: Forgetting = (store, { en, zh, newer }) => {
+  store.forget(en)
+  store.forget([zh, newer])
+}
+
+/**
+ * Forgets the English secrets with 300 fillers (the rewrite way), then the Chinese one alone (the
+ * secure-delete way again, which needs the option back on after the rewrite).
+ */
+const rewriteThenOne: Forgetting = (store, { en, zh, newer, fillers }) => {
+  store.forget([en, newer, ...fillers.slice(0, 300)])
+  store.forget(zh)
+}
+
 /**
  * A store with ordinary history around the secrets: filler notes before and after, tag updates
  * and access counts (which rewrite the secrets' rows), a supersede, an edge; then forget. Returns
  * what the scan finds before forgetting, right after (store open), and after closing.
  */
-function scenario(Store: StoreClass, label: string): { before: string[], open: string[], closed: string[], path: string } {
+function scenario(Store: StoreClass, label: string, forget: Forgetting): { before: string[], open: string[], closed: string[], path: string } {
   const path = tempStorePath(label)
   const store = new Store(path)
   const filler = (i: number) => ({ text: `filler note ${i}: service s${i} listens on port ${20000 + i}, 服务 ${i} 部署在 机房${i % 7}`, source: 'seed' })
-  store.commitMany(Array.from({ length: 400 }, (_, i) => filler(i)))
+  const fillers = store.commitMany(Array.from({ length: 400 }, (_, i) => filler(i))).map((r) => r.id)
   const en = store.commit({ text: SECRET_EN, source: 'user', scene: 'secret' }).id
   const zh = store.commit({ text: SECRET_ZH, source: 'user' }).id
   store.commit({ text: SECRET_EN, scene: 'secret-2', semanticType: 'Code' }) // rewrites the row with new tags
   store.recordAccess([en, zh, en])
   const newer = store.commit({ text: `${SECRET_EN} (confirmed)`, supersedes: en }).id
   store.link({ sourceKind: 'block', sourceId: zh, targetKind: 'scene', targetId: 'people', type: 'in' })
-  store.commitMany(Array.from({ length: 400 }, (_, i) => filler(400 + i)))
+  fillers.push(...store.commitMany(Array.from({ length: 400 }, (_, i) => filler(400 + i))).map((r) => r.id))
   const before = scan(path)
-  store.forget([en, zh, newer])
+  forget(store, { en, zh, newer, fillers })
   const open = scan(path)
   store.commit({ text: 'a note written after the forget' }) // the agent goes on writing
   store.close()
   return { before, open, closed: scan(path), path }
 }
 
+t.test('the scenarios take the way they are named for', async (t) => {
+  t.equal(indexDeletion(1, 803), 'secure-delete')
+  t.equal(indexDeletion(2, 802), 'secure-delete')
+  t.equal(indexDeletion(302, 803), 'rewrite')
+})
+
 t.test('after forget no byte of the note is left in the file, the WAL or the shared-memory file', async (t) => {
-  const { before, open, closed, path } = scenario(BlockStore, 'bytes')
+  const { before, open, closed, path } = scenario(BlockStore, 'bytes', fewAtATime)
   t.ok(before.length >= 6, `the scan sees the notes while they are stored (${before.length} hits)`)
   t.same(open, [], 'nothing found while the store is still open')
   t.same(closed, [], 'nothing found after it is closed')
@@ -64,6 +107,52 @@ t.test('after forget no byte of the note is left in the file, the WAL or the sha
   t.teardown(() => store.close())
   t.same(store.integrityCheck(), ['ok'])
   t.equal(store.count(), 801)
+  t.equal(store.matchCount('"filler"'), 800, 'the other notes are still found')
+  t.equal(store.matchCount(CJK_TERMS), 0, 'the index holds none of its bigrams')
+})
+
+t.test('a forget large enough to rewrite the index leaves no trace either, nor does a small one after it', async (t) => {
+  const { before, open, closed, path } = scenario(BlockStore, 'bytes-rewrite', rewriteThenOne)
+  t.ok(before.length >= 6, `the scan sees the notes while they are stored (${before.length} hits)`)
+  t.same(open, [], 'nothing found while the store is still open')
+  t.same(closed, [], 'nothing found after it is closed')
+  const store = new BlockStore(path)
+  t.teardown(() => store.close())
+  t.same(store.integrityCheck(), ['ok'])
+  t.equal(store.count(), 501)
+  t.equal(store.matchCount('"filler"'), 500)
+  t.equal(store.matchCount('"部署"'), 500)
+  t.equal(store.matchCount(CJK_TERMS), 0, 'the index holds none of its bigrams')
+})
+
+t.test('a store written before the index had secure-delete is rebuilt on upgrade and forgets without a trace', async (t) => {
+  const step = MIGRATIONS.findIndex((sql) => sql.includes("VALUES ('secure-delete', 1)"))
+  t.ok(step > 0, 'the migration that sets the option exists')
+  const path = tempStorePath('bytes-upgrade')
+  const db = new DatabaseSync(path)
+  // As the release before wrote it (secure deletion of pages was already on; residue from older
+  // releases is `vacuum`'s job, docs/reliability.md).
+  db.exec('PRAGMA journal_mode = WAL; PRAGMA secure_delete = ON')
+  migrate(db, step)
+  const insert = db.prepare(`INSERT INTO blocks (id, text, source, created_at, updated_at) VALUES (?, ?, 'legacy', 1, 1) RETURNING rowid`)
+  const index = db.prepare('INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)')
+  db.exec('BEGIN')
+  for (const text of [SECRET_EN, SECRET_ZH, ...Array.from({ length: 500 }, (_, i) => `legacy note ${i} 旧服务 ${i}`)]) {
+    const { rowid } = insert.get(blockId(text), text) as { rowid: number }
+    index.run(rowid, ...indexColumns(text))
+  }
+  db.exec('COMMIT')
+  db.close()
+  t.ok(scan(path).length >= 6, 'the old file holds the secrets')
+  const store = new BlockStore(path)
+  t.teardown(() => store.close())
+  t.equal(store.matchCount('"zorblaxquux"'), 1, 'the rebuilt index finds an old note')
+  t.equal(store.matchCount('"旧服"'), 500, 'and its Chinese')
+  store.forget(blockId(SECRET_EN))
+  store.forget(blockId(SECRET_ZH))
+  t.same(scan(path), [], 'nothing left, neither from the old index nor from the deletes')
+  t.equal(store.matchCount('"legacy"'), 500)
+  t.same(store.integrityCheck(), ['ok'])
 })
 
 t.test('forgetting everything (which drops the whole index) leaves no trace either, and the store works on', async (t) => {
@@ -96,23 +185,62 @@ t.test('vacuum shrinks the file after a large forget and leaves no trace either'
   t.same(store.integrityCheck(), ['ok'])
 })
 
-/** Runs the scenario on a copy of lib/ with one edit; returns what the scan found after forgetting. */
-async function mutated(t: Test, edit: Edit): Promise<string[]> {
+/** Runs a scenario on a copy of lib/ with one edit; returns what the scan found after forgetting. */
+async function mutated(t: Test, edit: Edit, forget: Forgetting = fewAtATime): Promise<string[]> {
   const m = mutant(edit)
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<{ BlockStore: StoreClass }>('store/store.ts')
-  const { open, closed } = scenario(Mutated, 'bytes-mutant')
+  const { open, closed } = scenario(Mutated, 'bytes-mutant', forget)
   return [...open, ...closed]
 }
+
+/** A hit on an indexed term of the English secret (the index lowercases and stems). */
+const enTerm = (f: string) => /^(zorblaxquux|quintessa|e12345678) /.test(f)
 
 t.test('mutation check: without secure deletion the text is found', async (t) => {
   const found = await mutated(t, { file: 'store/store.ts', from: 'PRAGMA secure_delete = ON;', to: '' })
   t.ok(found.some((f) => f.startsWith(SECRET_ZH) || f.startsWith('护照号码')), `found: ${found.join('; ')}`)
 })
 
-t.test('mutation check: without rewriting the full-text index its terms are found', async (t) => {
-  const found = await mutated(t, { file: 'store/forget.ts', from: `if (!dryRun && deleted.length > 0 && !everything) db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")`, to: '' })
-  t.ok(found.some((f) => /^(zorblaxquux|quintessa|e12345678) /.test(f)), `found: ${found.join('; ')}`)
+t.test('mutation check: without the index\'s secure-delete option its terms are found', async (t) => {
+  const found = await mutated(t, { file: 'store/schema.ts', from: "INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('secure-delete', 1);", to: '' })
+  t.ok(found.some(enTerm), `found: ${found.join('; ')}`)
+})
+
+t.test('mutation check: a large forget without the index rewrite leaves its terms', async (t) => {
+  const found = await mutated(t, {
+    file: 'store/forget.ts',
+    from: `host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")\n    option('hashsize'`,
+    to: `option('hashsize'`,
+  }, rewriteThenOne)
+  t.ok(found.some(enTerm), `found: ${found.join('; ')}`)
+})
+
+t.test('mutation check: leaving secure-delete off after a rewrite, the next small forget leaves its terms', async (t) => {
+  const found = await mutated(t, {
+    file: 'store/forget.ts',
+    from: `\n    option('secure-delete', 1)`,
+    to: '',
+  }, rewriteThenOne)
+  t.ok(found.some((f) => f.startsWith('e12345678 ')) && !found.some((f) => /^(zorblaxquux|quintessa) /.test(f)),
+    `found only the Chinese note, forgotten after the rewrite: ${found.join('; ')}`)
+})
+
+t.test('mutation check: deleting with other text than was indexed leaves the terms', async (t) => {
+  const found = await mutated(t, { file: 'store/forget.ts', from: 'remove.run(row.rid, ...indexColumns(String(row.text)))', to: "remove.run(row.rid, '', indexColumns(String(row.text))[1])" })
+  t.ok(found.some(enTerm), `found: ${found.join('; ')}`)
+})
+
+t.test('mutation check: deleting without the Chinese column leaves its bigrams in the index', async (t) => {
+  // Index pages store terms prefix-compressed, so a two-character term is not reliably one run of
+  // bytes; the index itself says whether the bigrams are still there.
+  const m = mutant({ file: 'store/forget.ts', from: 'remove.run(row.rid, ...indexColumns(String(row.text)))', to: "remove.run(row.rid, indexColumns(String(row.text))[0], '')" })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: StoreClass }>('store/store.ts')
+  const { path } = scenario(Mutated, 'bytes-mutant', fewAtATime)
+  const store = new BlockStore(path)
+  t.teardown(() => store.close())
+  t.ok(store.matchCount(CJK_TERMS) > 0)
 })
 
 t.test('mutation check: without the WAL checkpoint the old pages in the WAL still hold it', async (t) => {

@@ -10,7 +10,7 @@ import type { JsonValue } from '@deepseek-ai/dsh-session'
 import { renderPrompt, type PromptAssembly } from '@deepseek-ai/dsh-system-prompt'
 import type { PostToolDecision, PreToolDecision, ToolExecution, ToolExecutionResult } from '@deepseek-ai/dsh-tools'
 import { isPromise, type Entry, type StageHost } from './host.ts'
-import type { StageText, StageTurn } from './types.ts'
+import { STAGES, type Stage, type StageText, type StageTurn } from './types.ts'
 
 /** The loop exits HologramAgent's README promised, as options of the host row (0 / false: off). */
 export interface LoopExits {
@@ -48,14 +48,43 @@ export interface StageBinding {
 }
 
 /**
- * Registers the listeners. Each stays cheap when no handler applies: one map lookup and the
- * `has` check, then straight to `next()`.
+ * Registers the listeners, each only while a handler (or a loop exit) needs its hook: every
+ * listener costs dsh a traced call per dispatch (about 0.1 ms per turn for `session/event`
+ * alone), so a hook no handler needs is not listened to at all, and adding or removing a handler
+ * adds or removes the listeners it needs. A listener that runs stays cheap when no handler
+ * applies to the agent: one map lookup and the `has` check, then straight to `next()`.
  */
 export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): StageBinding {
   const states = new Map<string, AgentState>()
   const pending = new Set<Promise<void>>()
   const authored = new WeakMap<symbol, JsonValue>()
+  /** Results authored at before_toolcall whose execution has not come yet (keeps `tools/execute` listened to). */
+  let outstanding = 0
   const never = new AbortController().signal
+  const exitsOn = exits.maxStepsPerTurn > 0 || exits.stopWhenAllDenied
+  const handlers = (...stages: Stage[]) => stages.some((stage) => host.count(stage) > 0)
+  const listeners: Array<{ needed: () => boolean, listen: () => () => unknown, stop: (() => unknown) | undefined }> = []
+  /** Listens to a dsh hook (`listen` registers it and returns its disposer) while `needed()` holds. */
+  const listenWhile = (needed: () => boolean, listen: () => () => unknown): void => {
+    listeners.push({ needed, listen, stop: undefined })
+  }
+  let unbound = false
+  ctx.effect(() => () => { unbound = true }, 'stablemem.stages.binding')
+  const sync = (): void => {
+    if (unbound) return
+    for (const l of listeners) {
+      const want = l.needed()
+      if (want && l.stop === undefined) l.stop = l.listen()
+      else if (!want && l.stop !== undefined) {
+        l.stop()
+        l.stop = undefined
+      }
+    }
+  }
+  /** The turn bookkeeping (turn and step numbers, the agent, the last text, turn/end) serves every stage. */
+  const anyHandler = () => exitsOn || handlers(...STAGES)
+  /** on_input and pre_action run at the step's assembly and are applied at its pre-step, as are the exits. */
+  const stepHandlers = () => exitsOn || handlers('on_input', 'pre_action')
 
   const state = (id: string): AgentState => {
     let st = states.get(id)
@@ -127,7 +156,7 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     return { kind: 'enter', claimed, input: input === claimed ? undefined : input, added, reply }
   }
 
-  ctx.on('session/event', (session, event) => {
+  listenWhile(anyHandler, () => ctx.on('session/event', (session, event) => {
     const st = states.get(String(session.id))
     if (event.type === 'turn/start') {
       const s = st ?? state(String(session.id))
@@ -151,20 +180,20 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
         void run.finally(() => pending.delete(run))
       }
     }
-  })
+  }))
 
-  ctx.on('agent/inbox/claimed', ({ agent, message }) => {
+  listenWhile(anyHandler, () => ctx.on('agent/inbox/claimed', ({ agent, message }) => {
     const st = state(String(agent.id))
     st.agent = agent
     st.claimed.push(message)
-  })
+  }))
 
-  ctx.on('agent/disposed', ({ agent }) => { states.delete(String(agent.id)) })
+  listenWhile(anyHandler, () => ctx.on('agent/disposed', ({ agent }) => { states.delete(String(agent.id)) }))
 
   // on_input and pre_action run while the step's prompt is assembled: dsh assembles it (and the
   // runtime-context snapshot) before the pre-step decision, so that is the last moment at which
   // sections and contexts still reach this step's request. Their decisions are applied at pre-step.
-  ctx.on('system-prompt/assemble', (assembly, context, next) => {
+  listenWhile(stepHandlers, () => ctx.on('system-prompt/assemble', (assembly, context, next) => {
     const agent = context.agent
     const st = agent === undefined ? undefined : states.get(String(agent.id))
     if (agent === undefined || st === undefined || !st.assemblyDue) return next()
@@ -174,9 +203,9 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
       st.prepared = await prepare(st, agent, st.claimed, context.signal ?? never, result)
       return result
     })
-  })
+  }))
 
-  ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
+  listenWhile(stepHandlers, () => ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
     const st = state(String(payload.agent.id))
     st.agent = payload.agent
     st.turn = payload.turn
@@ -196,9 +225,10 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     if (prepared.added.length > 0) messages = [...messages, ...prepared.added]
     st.reply = prepared.reply
     return messages === decision.messages ? decision : { kind: 'enter', messages }
-  }, { prepend: true })
+  }, { prepend: true }))
 
-  ctx.on('llm/stream', (options, next) => {
+  // on_input's canned reply is streamed here too.
+  listenWhile(() => handlers('post_action', 'on_input'), () => ctx.on('llm/stream', (options, next) => {
     const st = isAgentLoopRequest(options) && options.sessionId !== undefined ? states.get(String(options.sessionId)) : undefined
     const agent = st?.agent
     if (st === undefined || agent === undefined) return next()
@@ -210,9 +240,9 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     const entries = host.applicable('post_action', agent)
     if (entries.length === 0) return next()
     return transformed(next(), entries, { agent, turn: st.turn, step: st.stepsEnded + 1 })
-  })
+  }))
 
-  ctx.on('tools/pre-execute', (exec, next) => {
+  listenWhile(() => exits.stopWhenAllDenied || handlers('before_toolcall'), () => ctx.on('tools/pre-execute', (exec, next) => {
     const agent = exec.agent
     const st = agent === undefined ? undefined : states.get(String(agent.id))
     const handled = agent !== undefined && host.has('before_toolcall', agent)
@@ -225,7 +255,10 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
           if (d.kind === 'allow') return 'next'
           if (d.kind === 'deny') decision = { kind: 'deny', reason: String(d.reason) }
           else if (d.kind === 'ask') decision = d.reason === undefined ? { kind: 'ask' } : { kind: 'ask', reason: String(d.reason) }
-          else if (d.kind === 'result' && 'value' in d) authored.set(exec.token, d.value)
+          else if (d.kind === 'result' && 'value' in d) {
+            authored.set(exec.token, d.value)
+            outstanding++
+          }
           else {
             host.refused('before_toolcall', name, `not a decision: ${JSON.stringify(d)}`)
             return 'next'
@@ -240,21 +273,25 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
       }
       return final
     })()
-  }, { prepend: true })
+  }, { prepend: true }))
 
-  ctx.on('tools/execute', (exec, next) => {
+  listenWhile(() => outstanding > 0 || handlers('before_toolcall'), () => ctx.on('tools/execute', (exec, next) => {
     if (!authored.has(exec.token)) return next()
     const value = authored.get(exec.token)!
     authored.delete(exec.token)
+    outstanding--
+    if (outstanding === 0) sync()
     const result: ToolExecutionResult = { isError: false, value, content: [] } // dsh validates the value and renders it with the tool
     return Promise.resolve(result)
-  })
+  }))
 
-  ctx.on('tools/post-execute', (exec, result, next) => {
+  listenWhile(() => handlers('after_toolcall'), () => ctx.on('tools/post-execute', (exec, result, next) => {
     const agent = exec.agent
     if (agent === undefined || !host.has('after_toolcall', agent)) return next()
     return afterToolcall(exec, agent, result, next)
-  })
+  }))
+  host.watch(sync)
+  sync()
 
   async function afterToolcall(exec: ToolExecution, agent: Agent, result: Readonly<ToolExecutionResult>, next: () => Promise<PostToolDecision>): Promise<PostToolDecision> {
     const st = states.get(String(agent.id))

@@ -40,6 +40,7 @@ export class StageHost {
   private readonly exits = { maxStepsPerTurn: 0, stopWhenAllDenied: 0 }
   private serial = 0
   private readonly logger: StageLogger
+  private readonly watchers: Array<() => void> = []
 
   constructor(logger: StageLogger) {
     this.logger = logger
@@ -68,10 +69,27 @@ export class StageHost {
     const entry: Entry<S> = { stage, handler, order, serial: ++this.serial, agents, name: options.name ?? (handler.name || 'anonymous') }
     list.push(entry as unknown as Entry<Stage>)
     list.sort((a, b) => a.order - b.order || a.serial - b.serial)
+    this.changed()
     return () => {
       const at = list.indexOf(entry as unknown as Entry<Stage>)
-      if (at >= 0) list.splice(at, 1)
+      if (at < 0) return
+      list.splice(at, 1)
+      this.changed()
     }
+  }
+
+  /** How many handlers `stage` has, for any agent. */
+  count(stage: Stage): number {
+    return this.entries.get(stage)!.length
+  }
+
+  /** Calls `fn` after every registration and removal (the binding listens to a dsh hook only while a handler needs it). */
+  watch(fn: () => void): void {
+    this.watchers.push(fn)
+  }
+
+  private changed(): void {
+    for (const fn of this.watchers) fn()
   }
 
   /** True when some handler of `stage` applies to `agent` (the binding's fast path). */
