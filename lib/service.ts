@@ -25,6 +25,9 @@ import type { ScopeName } from './store/scope-key.ts'
 import type { ScopeCount } from './store/scopes.ts'
 import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 import { BlockStore } from './store/store.ts'
+import { checkSceneKey } from './store/scene-key.ts'
+import { SceneApi, type SceneStats } from './kernel/scenes/api.ts'
+import { withSceneNotes } from './kernel/scenes/union.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
 declare module '@deepseek-ai/cordis' {
@@ -63,6 +66,8 @@ export interface ServiceStats extends Partial<StoreStats>, Partial<AccessStats> 
   stages: StageStats
   /** Notes per scope key (`global`, `workspace:<dir>`, `preset:<id>`), most first; a note in two scopes counts in both. */
   byScope?: ScopeCount[]
+  /** Scenes, refs, resolved turns and the scene card (docs/scenes.md); absent while the store is unavailable. */
+  scenes?: SceneStats
 }
 
 /**
@@ -103,6 +108,11 @@ export interface RecallCallOptions {
   purpose?: 'search' | 'inject'
   /** Which notes to search (default `global`: a caller without a session sees no workspace's notes). */
   scope?: RecallView
+  /**
+   * Scene keys whose attached notes join the result (`scenes.readKeys` of a turn): placed after
+   * exact pins, always through the gate, within `topK` and the scope (docs/scenes.md).
+   */
+  scenes?: readonly string[]
 }
 
 /** The gated hits, keeping the `degraded` mark of the list they were taken from. */
@@ -149,6 +159,8 @@ export class StableMem extends Service {
    */
   readonly stages: Stages
   private readonly turnCounts: Record<string, number> = {}
+  /** Scenes: the current scene of each agent, the scene list, declaring (docs/scenes.md). */
+  readonly scenes: SceneApi
 
   constructor(ctx: Context, config: Config & { resolvedPath: string, scopePolicy?: ScopePolicy }) {
     super(ctx, 'stablemem')
@@ -165,6 +177,10 @@ export class StableMem extends Service {
     this.stageHost = new StageHost(ctx.logger('stablemem'))
     const binding = bindStages(ctx, this.stageHost, { maxStepsPerTurn: config.maxStepsPerTurn, stopWhenAllDenied: config.stopWhenAllDenied })
     this.stages = new StagesApi(ctx, this.stageHost, () => binding.idle())
+    this.scenes = new SceneApi((fn) => this.use(fn), {
+      channel: config.channel, timeZone: config.timeZone, halfLifeDays: config.sceneHalfLifeDays, card: config.sceneCard,
+      scopes: (view) => this.scopePolicy.recallUnion(view),
+    })
   }
 
   /** Opens the store; a failure is recorded and logged, not thrown, so the agent keeps running. */
@@ -172,6 +188,7 @@ export class StableMem extends Service {
     try {
       this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets, duplicates: this.config.duplicates })
       this.access = new AccessRecorder(this.store)
+      this.config.scenes.forEach((key, i) => this.store!.scenes.declare(checkSceneKey(key, `scenes[${i}]`, true), 0))
       if (this.embedder) {
         const logger = this.ctx.logger('stablemem')
         this.vectorizer = new BlockVectorizer(this.store, this.embedder, {
@@ -238,9 +255,13 @@ export class StableMem extends Service {
         topK: inject ? (options.topK ?? this.config.topK) : options.topK, recordAccess: false, scopes,
         budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
       })
+      const scenes = options.scenes !== undefined && options.scenes.length > 0 && !isAbstention(hits)
+        ? withSceneNotes(store, hits, options.scenes, scopes, inject ? (options.topK ?? this.config.topK) : (options.topK ?? 5))
+        : undefined
+      if (scenes !== undefined) hits = keepMarks(hits, scenes.hits)
       if (inject && !isAbstention(hits)) {
         const { minRelevance, relevanceFalloff: falloff, minScore } = this.config
-        hits = keepMarks(hits, gateHits(hits, { minRelevance, falloff, minScore, topK: MAX_TOP_K }))
+        hits = keepMarks(hits, gateHits(hits, { minRelevance, falloff, minScore, topK: MAX_TOP_K, attached: scenes?.attached }))
       }
     } catch (error) {
       throw this.failed(store, error)
@@ -418,7 +439,7 @@ export class StableMem extends Service {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
     }
     try {
-      return { available: true, ...this.store.stats(), layers: this.store.layers.stats(), byScope: this.store.scopes.counts(), ...health, ...this.access?.stats() }
+      return { available: true, ...this.store.stats(), layers: this.store.layers.stats(), byScope: this.store.scopes.counts(), scenes: this.scenes.stats(), ...health, ...this.access?.stats() }
     } catch (error) {
       const refusal = this.failed(this.store, error)
       return { available: false, error: refusal instanceof Error ? refusal.message : String(refusal), path: this.storePath, ...health }
