@@ -2,7 +2,7 @@
  * The situation of a turn from dsh facts (docs/scenes.md, "Features"): the channel a bridge
  * stamped on the human message (`source.channel`; `web` for a prompt of dsh's web RPC, which
  * carries `rpcId`; else the configured channel), the partner and group (`source.peer`,
- * `source.group`), up to three topic words of the text, and the part of day in the **user's**
+ * `source.group`; in a group the group is the partner), up to three topic words of the text, and the part of day in the **user's**
  * time zone (`source.clientTimeZone`, else the configured zone, else the process zone).
  * Tools join at the end of the turn (`toolFeatures`).
  */
@@ -86,8 +86,9 @@ export function situationOf(message: UserMessage, context: FeatureContext): Situ
   const body = message.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n')
   const zone = text(source.clientTimeZone) || context.timeZone
   const features = newSituation([
-    group === '' ? undefined : feature('group', group),
-    peer === '' ? undefined : feature('peer', peer),
+    // One partner, as in HologramAgent: the group when there is one (its speakers are one
+    // situation, whoever talks), else the private peer.
+    group !== '' ? feature('group', group) : peer === '' ? undefined : feature('peer', peer),
     channel === '' ? undefined : feature('chan', channel),
     ...topicWords(body).map((w) => feature('topic', w)),
     feature('part', partOfDay(hourIn(context.now, zone))),
