@@ -50,7 +50,9 @@ export function gateHits<T extends Hit>(hits: readonly T[], options: GateOptions
   const always = (h: Hit) => h.exact || (options.attached?.has(h.id) ?? false)
   const candidates = hits.filter((h) => always(h) || (h.relevance >= options.minRelevance && h.score >= options.minScore))
   let best = 0
-  for (const h of candidates) if (!always(h)) best = Math.max(best, h.relevance)
+  // The falloff's reference is the best non-pinned hit, attached notes included: an attached note
+  // that is also the most relevant hit must not lower the bar for the others.
+  for (const h of candidates) if (!h.exact) best = Math.max(best, h.relevance)
   const floor = best * options.falloff
   return candidates.filter((h) => always(h) || h.relevance >= floor).slice(0, Math.max(0, options.topK))
 }

@@ -100,13 +100,30 @@ export class SceneTable {
   private readonly deps: SceneTableDeps
   /** The emergent scenes and the data version they were read at (read on every human turn). */
   private cache: { version: number, scenes: EmergentScene[] } | undefined
+  /**
+   * Reinforcements not written yet, by scene id: a recurring turn only counts (+1 strength, max
+   * feature weights, updated_at), and a write transaction per human turn would cost a sync of the
+   * file on the turn's path. They are applied to the cache at once and written by `flush` (the
+   * scene API schedules it a moment later; reads, decay and close flush first).
+   */
+  private readonly pending = new Map<number, { bump: number, updatedAt: number, features: Map<string, number> }>()
 
   constructor(deps: SceneTableDeps) {
     this.deps = deps
   }
 
-  /** The scene with this (normalised) key, or undefined. */
+  /** Runs `fn` in one transaction of the store (joined when one is open). */
+  transaction<T>(fn: () => T): T {
+    return this.deps.transaction(fn)
+  }
+
+  /** The scene with this (normalised) key, or undefined (pending reinforcements written first). */
   byKey(key: string): SceneRow | undefined {
+    this.flush()
+    return this.rowByKey(key)
+  }
+
+  private rowByKey(key: string): SceneRow | undefined {
     const row = this.deps.stmt('scene.byKey', `SELECT ${ROW} FROM scenes WHERE key = ?`).get(key)
     return row === undefined ? undefined : toRow(row)
   }
@@ -117,6 +134,7 @@ export class SceneTable {
    * inserted with 1 and then added 1, counting the first sighting twice.
    */
   declare(key: string, bump: number, now: number = this.deps.now()): { row: SceneRow, created: boolean } {
+    this.flush()
     const inserted = this.deps.stmt('scene.declare', `INSERT INTO scenes (key, origin, strength, created_at, updated_at)
       VALUES (?, 'declared', 1, ?, ?) ON CONFLICT(key) DO NOTHING`).run(key, now, now)
     const created = Number(inserted.changes) === 1
@@ -139,11 +157,56 @@ export class SceneTable {
     return this.cache.scenes
   }
 
+  /**
+   * Counts one more turn in a scene without writing yet (see `pending`): `bump` strength, these
+   * features (max weight), updated now. Returns false when no such scene exists (nothing queued).
+   */
+  reinforceLater(key: string, features: readonly SceneFeature[], bump: number, now: number = this.deps.now()): boolean {
+    const row = this.rowByKey(key)
+    if (row === undefined) return false
+    let entry = this.pending.get(row.id)
+    if (entry === undefined) this.pending.set(row.id, entry = { bump: 0, updatedAt: now, features: new Map() })
+    entry.bump += bump
+    entry.updatedAt = Math.max(entry.updatedAt, now)
+    for (const f of features) entry.features.set(f.key, Math.max(entry.features.get(f.key) ?? 0, f.weight))
+    const cached = this.cache?.scenes.find((s) => s.id === row.id)
+    if (cached !== undefined) {
+      cached.strength += bump
+      cached.updatedAt = Math.max(cached.updatedAt, now)
+      // A new array, never an edit in place: callers may memoise per feature array.
+      const merged = new Map(cached.features.map((c) => [c.key, c.weight]))
+      for (const f of features) merged.set(f.key, Math.max(merged.get(f.key) ?? 0, f.weight))
+      if (merged.size !== cached.features.length || features.some((f) => f.weight > (cached.features.find((c) => c.key === f.key)?.weight ?? 0))) {
+        cached.features = [...merged].map(([key, weight]) => ({ key, weight })).sort((a, b) => b.weight - a.weight || (a.key < b.key ? -1 : 1))
+      }
+    }
+    return true
+  }
+
+  /** Whether reinforcements wait to be written. */
+  get hasPending(): boolean {
+    return this.pending.size > 0
+  }
+
+  /** Writes the pending reinforcements in one transaction; they stay queued if it fails. */
+  flush(): void {
+    if (this.pending.size === 0) return
+    const entries = [...this.pending]
+    this.deps.transaction(() => {
+      for (const [id, entry] of entries) {
+        this.upsertFeatures(id, [...entry.features].map(([key, weight]) => ({ key, weight })))
+        this.deps.stmt('scene.touch', 'UPDATE scenes SET strength = strength + ?, updated_at = max(updated_at, ?) WHERE id = ?').run(entry.bump, entry.updatedAt, id)
+      }
+    })
+    for (const [id] of entries) this.pending.delete(id)
+  }
+
   /** Adds features to a scene (weight = max of old and new) and, with `bump`, strength; touches it. */
   reinforce(id: number, features: readonly SceneFeature[], bump: number, now: number = this.deps.now()): void {
+    this.flush()
     this.deps.transaction(() => {
       this.upsertFeatures(id, features)
-      this.deps.stmt('scene.touch', 'UPDATE scenes SET strength = strength + ?, updated_at = ? WHERE id = ?').run(bump, now, id)
+      this.deps.stmt('scene.touch', 'UPDATE scenes SET strength = strength + ?, updated_at = max(updated_at, ?) WHERE id = ?').run(bump, now, id)
     })
     this.invalidate()
   }
@@ -167,9 +230,10 @@ export class SceneTable {
    * its own label only (HologramAgent's R5 wiped every bucket). Returns its key.
    */
   createEmergent(base: string, features: readonly SceneFeature[], label: string, now: number = this.deps.now()): string {
+    this.flush()
     const key = this.deps.transaction(() => {
       let candidate = base
-      for (let i = 2; this.byKey(candidate) !== undefined; i++) candidate = `${base}.${i}`
+      for (let i = 2; this.rowByKey(candidate) !== undefined; i++) candidate = `${base}.${i}`
       const inserted = this.deps.stmt('scene.create', `INSERT INTO scenes (key, origin, strength, created_at, updated_at)
         VALUES (?, 'emergent', 1, ?, ?)`).run(candidate, now, now)
       this.upsertFeatures(Number(inserted.lastInsertRowid), features)
@@ -185,7 +249,7 @@ export class SceneTable {
    * transaction: weight = max(old, new), so a weaker tag never pushes a note down; `decayed_at` = now.
    */
   tag(key: string, blockId: string, weight: number, now: number = this.deps.now()): void {
-    if (this.byKey(key) === undefined) this.declare(key, 0, now)
+    if (this.rowByKey(key) === undefined) this.declare(key, 0, now)
     this.deps.stmt('scene.tag', `INSERT INTO scene_refs (scene_id, block_id, weight, decayed_at, created_at)
       SELECT id, ?2, ?3, ?4, ?4 FROM scenes WHERE key = ?1
       ON CONFLICT(scene_id, block_id) DO UPDATE SET weight = max(weight, excluded.weight), decayed_at = excluded.decayed_at`).run(key, blockId, weight, now)
@@ -226,6 +290,7 @@ export class SceneTable {
    */
   decay(halfLifeMs: number, floor: number, now: number = this.deps.now()): DecayResult {
     if (!(halfLifeMs > 0)) return { halved: 0, removed: 0 }
+    this.flush()
     const result = this.deps.transaction(() => {
       const cutoff = now - halfLifeMs
       const halved = this.deps.stmt('scene.decay', `UPDATE scene_refs SET weight = weight * 0.5, decayed_at = ?1
@@ -241,12 +306,14 @@ export class SceneTable {
 
   /** Every scene, strongest first (ties: most recently updated, then key), with its ref count. */
   list(): Array<SceneRow & { refs: number }> {
+    this.flush()
     return this.deps.stmt('scene.list', `SELECT ${ROW}, (SELECT count(*) FROM scene_refs r WHERE r.scene_id = scenes.id) AS refs
       FROM scenes ORDER BY strength DESC, updated_at DESC, key`).all().map((r) => ({ ...toRow(r), refs: Number(r.refs) }))
   }
 
   /** The stored features of one scene (emergent scenes have them; declared ones state theirs in the key). */
   features(id: number): SceneFeature[] {
+    this.flush()
     return this.deps.stmt('scene.featuresOf', 'SELECT feature, weight FROM scene_features WHERE scene_id = ? ORDER BY weight DESC, feature')
       .all(id).map((r) => ({ key: String(r.feature), weight: Number(r.weight) }))
   }
@@ -271,6 +338,7 @@ export class SceneTable {
 
   /** Counts for `stats()`. */
   counts(): SceneCounts {
+    this.flush()
     const row = this.deps.stmt('scene.counts', `SELECT
       (SELECT count(*) FROM scenes WHERE origin = 'declared') AS declared,
       (SELECT count(*) FROM scenes WHERE origin = 'emergent') AS emergent,
@@ -286,6 +354,7 @@ export class SceneTable {
    * weight). Only exact equality of the normal form merges; idempotent. Returns how many merged.
    */
   dedupe(): number {
+    this.flush()
     const rows = this.deps.stmt('scene.all', `SELECT ${ROW} FROM scenes ORDER BY id`).all().map(toRow)
     const survivors = new Map<string, SceneRow>()
     let merged = 0
@@ -295,7 +364,7 @@ export class SceneTable {
         const survivor = survivors.get(key)
         if (survivor === undefined) {
           survivors.set(key, row)
-          if (key !== row.key && key !== '' && this.byKey(key) === undefined) this.deps.stmt('scene.rename', 'UPDATE scenes SET key = ? WHERE id = ?').run(key, row.id)
+          if (key !== row.key && key !== '' && this.rowByKey(key) === undefined) this.deps.stmt('scene.rename', 'UPDATE scenes SET key = ? WHERE id = ?').run(key, row.id)
           continue
         }
         this.deps.stmt('scene.mergeRefs', `INSERT INTO scene_refs (scene_id, block_id, weight, decayed_at, created_at)

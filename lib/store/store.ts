@@ -492,6 +492,10 @@ export class BlockStore {
   /** Closes the file (idempotent). */
   close(): void {
     if (this.closed) return
+    // Scene reinforcements still in memory are written now; if the file refuses, they are only counts.
+    if (!this.readOnly && this.scenes.hasPending) {
+      try { this.scenes.flush() } catch { /* a lost count, never a lost note */ }
+    }
     this.closed = true
     this.statements.clear()
     this.db.close()

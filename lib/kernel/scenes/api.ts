@@ -18,6 +18,8 @@ export type { Feature } from './situation.ts'
 
 /** Most notes one turn's scenes add to its recall. */
 export const SCENE_RECALL_LIMIT = 3
+/** How long counted recurrences wait in memory before they are written (one write for a burst of turns). */
+const FLUSH_DELAY_MS = 1_000
 /** Refs below this weight are deleted by decay (HologramAgent's floor). */
 export const DECAY_FLOOR = 0.05
 
@@ -93,6 +95,7 @@ export class SceneApi implements Scenes {
   private readonly turns = new Map<string, TurnScene>()
   private readonly counts = { resolved: 0, skipped: 0, shown: 0, suppressed: 0 }
   private cardReason: string | undefined
+  private flushTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor(use: <T>(fn: (store: BlockStore) => T) => T, options: SceneOptions) {
     this.use = use
@@ -164,6 +167,7 @@ export class SceneApi implements Scenes {
     const turn = this.use((store) => resolveTurn(store.scenes, features, declared, now))
     this.counts.resolved++
     this.turns.set(String(agentId), turn)
+    this.scheduleFlush()
     return turn
   }
 
@@ -207,6 +211,20 @@ export class SceneApi implements Scenes {
       this.counts.suppressed++
       this.cardReason = reason
     }
+  }
+
+  /** Writes the counted recurrences a moment later, off the turn's path (unref'd: never keeps the process alive). */
+  private scheduleFlush(): void {
+    if (this.flushTimer !== undefined) return
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined
+      try {
+        this.use((store) => store.scenes.flush())
+      } catch {
+        // Still queued: written by the next turn's flush, a read, decay or close.
+      }
+    }, FLUSH_DELAY_MS)
+    this.flushTimer.unref()
   }
 
   private summary(store: BlockStore, row: SceneRow, refs: number): SceneSummary {

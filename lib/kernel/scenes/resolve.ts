@@ -6,7 +6,7 @@
  */
 import { normalizeSceneKey } from '../../store/scene-key.ts'
 import type { EmergentScene, SceneTable } from '../../store/scenes.ts'
-import { joins, label, MIN_SCENE_EVIDENCE, RECALL_THRESHOLD, similarity, type Feature } from './situation.ts'
+import { joinsPrepared, label, MIN_SCENE_EVIDENCE, prepare, RECALL_THRESHOLD, score, type Feature } from './situation.ts'
 
 /** The scene of one turn. */
 export interface TurnScene {
@@ -24,45 +24,54 @@ export interface TurnScene {
   created?: string
 }
 
-/** The most similar emergent scene the fingerprint joins; ties go to the stronger scene, then the key (HologramAgent sorted by key only). */
-function bestJoin(sig: readonly Feature[], scenes: readonly EmergentScene[]): EmergentScene | undefined {
+/**
+ * One pass over the emergent scenes: the most similar one the fingerprint joins (ties go to the
+ * stronger scene, then the key — HologramAgent sorted ties by key only), and the scenes similar
+ * ≥ the recall threshold, most similar first, then stronger, then by key.
+ */
+export function compare(sig: readonly Feature[], scenes: readonly EmergentScene[]): { best: EmergentScene | undefined, similar: string[] } {
   let best: EmergentScene | undefined
   let bestScore = -1
+  const near: Array<{ s: EmergentScene, score: number }> = []
+  const mine = prepare(sig)
   for (const scene of scenes) {
-    if (!joins(sig, scene.features)) continue
-    const score = similarity(sig, scene.features)
-    if (score > bestScore || (score === bestScore && best !== undefined && (scene.strength > best.strength || (scene.strength === best.strength && scene.key < best.key)))) {
+    const theirs = prepare(scene.features)
+    const sim = score(mine, theirs)
+    if (sim >= RECALL_THRESHOLD) near.push({ s: scene, score: sim })
+    if (!joinsPrepared(mine, theirs, sim)) continue
+    if (sim > bestScore || (sim === bestScore && best !== undefined && (scene.strength > best.strength || (scene.strength === best.strength && scene.key < best.key)))) {
       best = scene
-      bestScore = score
+      bestScore = sim
     }
   }
-  return best
+  near.sort((a, b) => b.score - a.score || b.s.strength - a.s.strength || (a.s.key < b.s.key ? -1 : a.s.key > b.s.key ? 1 : 0))
+  return { best, similar: near.map((x) => x.s.key) }
 }
 
 /** Emergent scenes similar ≥ the recall threshold: most similar first, then stronger, then by key. */
 export function similarScenes(sig: readonly Feature[], scenes: readonly EmergentScene[]): string[] {
-  return scenes.map((s) => ({ s, score: similarity(sig, s.features) }))
-    .filter((x) => x.score >= RECALL_THRESHOLD)
-    .sort((a, b) => b.score - a.score || b.s.strength - a.s.strength || (a.s.key < b.s.key ? -1 : a.s.key > b.s.key ? 1 : 0))
-    .map((x) => x.s.key)
+  return compare(sig, scenes).similar
 }
 
-/** Resolves (and records) the scene of one turn. Call once per turn: it writes. */
+/**
+ * Resolves (and records) the scene of one turn. Call once per turn: it counts. A recurrence is
+ * only counted in memory (`SceneTable.reinforceLater`, written a moment later); a new declared
+ * key, evidence and a creation are written at once — they happen once per new situation.
+ */
 export function resolveTurn(table: SceneTable, sig: readonly Feature[], declared: readonly string[], now: number): TurnScene {
   const keys: string[] = []
   for (const key of declared) {
     if (keys.includes(key)) continue
-    table.declare(key, 1, now)
+    if (!table.reinforceLater(key, [], 1, now)) table.declare(key, 1, now)
     keys.push(key)
   }
   const turn: TurnScene = { primary: keys[0] ?? '', keys, similar: [], features: [...sig], emergent: false }
   if (sig.length === 0) return turn
-  const scenes = table.emergent()
-  turn.similar = similarScenes(sig, scenes)
-  const best = bestJoin(sig, scenes)
+  const { best, similar } = compare(sig, table.emergent())
+  turn.similar = similar
   let key: string | undefined
   if (best !== undefined) {
-    table.reinforce(best.id, sig, 1, now)
+    table.reinforceLater(best.key, sig, 1, now)
     key = best.key
   } else {
     const bucket = label(sig)

@@ -10,8 +10,14 @@ import { normalizeSceneKey } from '../../store/scene-key.ts'
 export const FEATURE_WEIGHTS: Readonly<Record<string, number>> = { chan: 1, peer: 1, group: 1, tool: 0.8, topic: 0.4, part: 0.2 }
 /** Weight of a feature of a kind not listed above. */
 export const UNKNOWN_WEIGHT = 0.4
-/** The kinds whose value says who and where; two situations whose values of one of them differ are different situations. */
+/** The kinds whose value says who and where, most specific first. */
 export const IDENTITY_KINDS: readonly string[] = ['group', 'peer', 'chan']
+/**
+ * The identity dimensions: the partner (a group or a private peer — a turn has one of them) and
+ * the channel. Two situations that both name a value in one dimension and share none are
+ * different situations.
+ */
+const IDENTITY_DIMENSIONS: ReadonlyArray<readonly string[]> = [['group', 'peer'], ['chan']]
 /** Similarity at which a situation joins an existing emergent scene. */
 export const JOIN_THRESHOLD = 0.5
 /** Similarity at which an emergent scene's notes are recalled (looser: one extra line is cheaper than a forgotten rule). */
@@ -64,41 +70,84 @@ function identityRank(key: string): number {
   return i < 0 ? IDENTITY_KINDS.length : i
 }
 
+/** A fingerprint prepared for comparison: its weights, total weight, identity values per dimension, identity key. */
+export interface Prepared {
+  weights: Map<string, number>
+  total: number
+  dims: Array<Set<string>>
+  identity: string
+  /** The partner keys (group or peer), joined; '' for none. */
+  partner: string
+}
+
 /**
- * Weighted Jaccard of two fingerprints (shared keys add min to the numerator and max to the
- * union, the others their weight to the union); 0 if either is empty. Fix of HologramAgent's R4:
- * when both sides name a value of the same identity kind and share none (group_1 vs group_2,
- * qq vs web), the situations are different, 0 — in HologramAgent a shared channel and time of day
- * alone (1.2 / 3.2 = .375) pulled one group's rules into every other group of that channel.
+ * Prepared forms, memoised per feature array: a turn compares one fingerprint with every emergent
+ * scene, so each scene is prepared once while its feature array is unchanged (the scene table
+ * replaces the array when it adds to it).
  */
-export function similarity(a: readonly Feature[], b: readonly Feature[]): number {
-  if (a.length === 0 || b.length === 0) return 0
-  if (identityConflict(a, b)) return 0
-  const weights = new Map(b.map((f) => [f.key, f.weight]))
-  let shared = 0
-  let union = 0
-  for (const f of a) {
-    const w = weights.get(f.key)
-    if (w === undefined) union += f.weight
-    else {
-      shared += Math.min(f.weight, w)
-      union += Math.max(f.weight, w)
-      weights.delete(f.key)
-    }
+const preparedForms = new WeakMap<readonly Feature[], Prepared>()
+
+/** The prepared form of a fingerprint (memoised per array). */
+export function prepare(features: readonly Feature[]): Prepared {
+  let p = preparedForms.get(features)
+  if (p !== undefined && p.weights.size === features.length) return p
+  const weights = new Map<string, number>()
+  let total = 0
+  for (const f of features) {
+    if (weights.has(f.key)) continue
+    weights.set(f.key, f.weight)
+    total += f.weight
   }
-  for (const w of weights.values()) union += w
+  const dims = IDENTITY_DIMENSIONS.map((kinds) => new Set(features.filter((f) => kinds.includes(kindOf(f.key))).map((f) => f.key)))
+  p = { weights, total, dims, identity: identityOf(features).join('\n'), partner: [...dims[0]!].sort().join('\n') }
+  preparedForms.set(features, p)
+  return p
+}
+
+function conflict(a: Prepared, b: Prepared): boolean {
+  for (let i = 0; i < a.dims.length; i++) {
+    const left = a.dims[i]!
+    const right = b.dims[i]!
+    if (left.size === 0 || right.size === 0) continue
+    let shared = false
+    for (const k of left) if (right.has(k)) { shared = true; break }
+    if (!shared) return true
+  }
+  return false
+}
+
+/** `similarity` of two prepared fingerprints. */
+export function score(a: Prepared, b: Prepared): number {
+  if (a.weights.size === 0 || b.weights.size === 0) return 0
+  // Most scenes of a store name another partner: one string comparison rules them out.
+  if (a.dims[0]!.size === 1 && b.dims[0]!.size === 1 && a.partner !== b.partner) return 0
+  if (conflict(a, b)) return 0
+  let shared = 0
+  let union = a.total + b.total
+  for (const [key, w] of a.weights) {
+    const v = b.weights.get(key)
+    if (v === undefined) continue
+    shared += Math.min(w, v)
+    union -= Math.min(w, v) // counted twice in the totals; the union keeps only the max
+  }
   return union === 0 ? 0 : shared / union
 }
 
-/** True when some identity kind has values on both sides and none in common. */
+/**
+ * Weighted Jaccard of two fingerprints (shared keys add min to the numerator and max to the
+ * union, the others their weight to the union); 0 if either is empty. Fix of HologramAgent's R4:
+ * when both sides name a partner (group or peer) or a channel and share none (group_1 vs
+ * group_2, a group vs a private chat, qq vs web), the situations are different, 0 — in
+ * HologramAgent a shared channel and time of day alone (1.2 / 3.2 = .375) pulled one group's
+ * rules into every other group of that channel.
+ */
+export function similarity(a: readonly Feature[], b: readonly Feature[]): number {
+  return score(prepare(a), prepare(b))
+}
+
+/** True when some identity dimension has values on both sides and none in common. */
 export function identityConflict(a: readonly Feature[], b: readonly Feature[]): boolean {
-  for (const kind of IDENTITY_KINDS) {
-    const left = a.filter((f) => kindOf(f.key) === kind).map((f) => f.key)
-    if (left.length === 0) continue
-    const right = new Set(b.filter((f) => kindOf(f.key) === kind).map((f) => f.key))
-    if (right.size > 0 && !left.some((k) => right.has(k))) return true
-  }
-  return false
+  return conflict(prepare(a), prepare(b))
 }
 
 /** The identity features of a fingerprint, as a sorted list of keys. */
@@ -107,17 +156,18 @@ export function identityOf(sig: readonly Feature[]): string[] {
 }
 
 /**
- * Whether a situation joins a scene: similarity ≥ `JOIN_THRESHOLD`, or both name the same
- * non-empty identity (the spec's "the identity features overlap"). Without the second rule a
- * recurring group chat with three new 0.4 topics each turn scores (1+1+.2)/4.6 = .478 against
- * its own scene and splits into `.2`, `.3`, … twins.
+ * Whether a situation joins a scene, given their similarity: ≥ `JOIN_THRESHOLD`, or both name
+ * the same non-empty identity (the spec's "the identity features overlap"). Without the second
+ * rule a recurring group chat with three new 0.4 topics each turn scores (1+1+.2)/4.6 = .478
+ * against its own scene and splits into `.2`, `.3`, … twins.
  */
 export function joins(sig: readonly Feature[], scene: readonly Feature[]): boolean {
-  if (similarity(sig, scene) >= JOIN_THRESHOLD) return true
-  const mine = identityOf(sig)
-  if (mine.length === 0 || identityConflict(sig, scene)) return false
-  const theirs = identityOf(scene)
-  return mine.length === theirs.length && mine.every((k, i) => k === theirs[i])
+  return joinsPrepared(prepare(sig), prepare(scene), similarity(sig, scene))
+}
+
+/** `joins` of two prepared fingerprints whose similarity is `sim`. */
+export function joinsPrepared(a: Prepared, b: Prepared, sim: number): boolean {
+  return sim >= JOIN_THRESHOLD || (a.identity !== '' && a.identity === b.identity)
 }
 
 /**
