@@ -25,7 +25,7 @@ import type { ScopeName } from './store/scope-key.ts'
 import type { ScopeCount } from './store/scopes.ts'
 import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 import { BlockStore } from './store/store.ts'
-import { checkSceneKey } from './store/scene-key.ts'
+import { checkSceneKey, normalizeSceneKey } from './store/scene-key.ts'
 import { SceneApi, type SceneStats } from './kernel/scenes/api.ts'
 import { withSceneNotes } from './kernel/scenes/union.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
@@ -246,6 +246,10 @@ export class StableMem extends Service {
       const given = typeof options.purpose === 'string' ? JSON.stringify(options.purpose) : kindOf(options.purpose)
       throw new StableMemError('invalid_input', `purpose must be 'inject' or 'search', not ${given}`)
     }
+    if (options.scenes !== undefined && (!Array.isArray(options.scenes) || options.scenes.some((k) => typeof k !== 'string'))) {
+      throw new StableMemError('invalid_input', 'scenes must be an array of scene keys')
+    }
+    const sceneKeys = (options.scenes ?? []).map((k) => normalizeSceneKey(k)).filter((k) => k !== '')
     const inject = options.purpose === 'inject'
     const scopes = this.scopePolicy.recallUnion(options.scope)
     const store = this.open()
@@ -255,8 +259,8 @@ export class StableMem extends Service {
         topK: inject ? (options.topK ?? this.config.topK) : options.topK, recordAccess: false, scopes,
         budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
       })
-      const scenes = options.scenes !== undefined && options.scenes.length > 0 && !isAbstention(hits)
-        ? withSceneNotes(store, hits, options.scenes, scopes, inject ? (options.topK ?? this.config.topK) : (options.topK ?? 5))
+      const scenes = sceneKeys.length > 0 && !isAbstention(hits)
+        ? withSceneNotes(store, hits, sceneKeys, scopes, inject ? (options.topK ?? this.config.topK) : (options.topK ?? 5))
         : undefined
       if (scenes !== undefined) hits = keepMarks(hits, scenes.hits)
       if (inject && !isAbstention(hits)) {

@@ -90,3 +90,23 @@ t.test('scene-attached notes stay within the session\'s scopes and below exact p
   t.notMatch(text, /lint/, 'a note of another workspace never comes through its scene')
   t.ok(pin.id && rule.id && other.id)
 })
+
+t.test('mutations: without the scope clause another workspace\'s note comes through; without the policy a schedule turn counts', async (t) => {
+  const { mutant } = await import('../helpers/mutant.ts')
+  const scoped = mutant({ file: 'store/scenes.ts', from: 'm.scope IN (SELECT value FROM json_each(?4))', to: '(m.scope IN (SELECT value FROM json_each(?4)) OR 1)' })
+  t.teardown(scoped.remove)
+  const h = await boot({ path: tempStorePath('scenes-mutant-scope'), sceneCard: 'off' }, [], { module: await scoped.load('index.ts') })
+  t.teardown(() => h.dispose())
+  await h.ctx.stablemem.commit({ text: '另一个项目的规矩：提交前跑 lint', scene: 'chan:qq/group:group_1', scope: 'workspace', workspace: '/tmp' })
+  h.script(reply('ok'))
+  await h.turn(qq('明天天气怎么样', 'group_1'), 'g1')
+  t.match(recalled(h), /lint/)
+
+  const policy = mutant({ file: 'kernel/scenes/register.ts', from: "return message.source.kind === 'user' && agent.session?.header?.origin !== 'subagent'", to: 'return true' })
+  t.teardown(policy.remove)
+  const p = await boot({ path: tempStorePath('scenes-mutant-policy'), sceneCard: 'off' }, [], { module: await policy.load('index.ts') })
+  t.teardown(() => p.dispose())
+  p.script(reply('ok'))
+  await p.turn(createUserMessage({ content: [{ type: 'text', text: '每日巡检' }], source: { kind: 'plugin', plugin: 'schedule' } }), 'sch')
+  t.equal((await p.ctx.stablemem.stats()).scenes?.evidence, 1)
+})
