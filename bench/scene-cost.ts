@@ -30,6 +30,16 @@ export interface SceneCostOptions {
 
 const TOPICS = ['部署', '报销', '值班', '发布', '数据库', '网关', 'nginx', 'deploy', 'budget', 'lunch', 'invoice', 'review', '周报', '会议', '证书', '端口']
 
+const SYLLABLES = ['服务', '端口', '配置', '日志', '版本', '集群', '节点', '证书', '缓存', '队列', '权限', '备份', '监控', '告警', '域名', '镜像']
+
+/** A pseudo-word per number, so the notes' words spread like a real store's instead of sharing every term. */
+function word(n: number): string {
+  const letters = 'bcdfghjklmnprstvz'
+  let out = ''
+  for (let v = n + 17; out.length < 6; v = Math.floor(v / letters.length) + out.length * 31) out += letters[v % letters.length] + 'aeiou'[v % 5]!
+  return out
+}
+
 /** A small seeded generator (mulberry32), so every run measures the same store. */
 function random(seed: number): () => number {
   let a = seed >>> 0
@@ -66,7 +76,7 @@ export async function measureSceneCost(options: SceneCostOptions) {
     const ids: string[] = []
     for (let i = 0; i < notes; i += 1000) {
       const batch = []
-      for (let j = i; j < Math.min(notes, i + 1000); j++) batch.push({ text: `约定 ${j}: ${TOPICS[j % TOPICS.length]} 相关的回复规则第 ${j} 条 rule ${j}` })
+      for (let j = i; j < Math.min(notes, i + 1000); j++) batch.push({ text: `${TOPICS[j % TOPICS.length]} ${word(j)} ${word(j * 7 + 1)} ${SYLLABLES[j % SYLLABLES.length]}${SYLLABLES[(j >> 3) % SYLLABLES.length]} 第 ${j} 条` })
       ids.push(...store.commitMany(batch).map((r) => r.id))
     }
     const scenes: Array<{ channel: string, group: string, topics: string[], key: string }> = []

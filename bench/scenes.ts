@@ -30,7 +30,7 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
     scenes: { type: 'string', default: '1000' },
     refs: { type: 'string', default: '100000' },
-    samples: { type: 'string', default: '300' },
+    samples: { type: 'string', default: '200' },
     debug: { type: 'boolean', default: false },
   },
 })

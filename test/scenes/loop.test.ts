@@ -110,3 +110,15 @@ t.test('mutations: without the scope clause another workspace\'s note comes thro
   await p.turn(createUserMessage({ content: [{ type: 'text', text: '每日巡检' }], source: { kind: 'plugin', plugin: 'schedule' } }), 'sch')
   t.equal((await p.ctx.stablemem.stats()).scenes?.evidence, 1)
 })
+
+t.test('the tools a turn called join its emergent scene at turn end, without strength', async (t) => {
+  const h = await boot({ path: tempStorePath('scenes-tools'), sceneCard: 'off' })
+  t.teardown(() => h.dispose())
+  h.script(reply('ok'), reply('ok'), toolCall('c1', 'stablemem_recall', { query: 'nginx' }), reply('ok'))
+  await h.turn(qq('你好', 'group_7'), 'g7')
+  await h.turn(qq('你好', 'group_7'), 'g7')
+  await h.turn(qq('查一下记录', 'group_7'), 'g7')
+  const scene = h.ctx.stablemem.scenes.get('auto:group:group_7_chan:qq')!
+  t.ok(scene.features.some((f) => f.key === 'tool:stablemem_recall' && f.weight === 0.8))
+  t.equal(scene.strength, 2, 'created at the second turn, +1 at the third; the tools added none')
+})
