@@ -1,5 +1,5 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
-import { normalizeSceneKey } from './scene-key.ts'
+import { normalizeSceneKey, sceneLineage } from './scene-key.ts'
 
 /**
  * Scene storage (docs/scenes.md): the scenes (declared or emergent), the features of emergent
@@ -265,11 +265,7 @@ export class SceneTable {
    */
   attached(keys: readonly string[], scopes: readonly string[] | undefined, limit: number): SceneRef[] {
     if (keys.length === 0 || limit <= 0) return []
-    const exact = new Set<string>()
-    for (const key of keys) {
-      const parts = key.split('/')
-      for (let i = parts.length; i > 0; i--) exact.add(parts.slice(0, i).join('/'))
-    }
+    const exact = new Set(keys.flatMap(sceneLineage))
     const scoped = scopes !== undefined
     const rows = this.deps.stmt(scoped ? 'scene.attachedScoped' : 'scene.attached', `SELECT r.block_id, max(r.weight) AS weight, s.key
       FROM scene_refs r JOIN scenes s ON s.id = r.scene_id JOIN blocks b ON b.id = r.block_id
@@ -328,12 +324,6 @@ export class SceneTable {
   /** How many notes one scene holds. */
   refCount(id: number): number {
     return Number(this.deps.stmt('scene.refCount', 'SELECT count(*) AS n FROM scene_refs WHERE scene_id = ?').get(id)!.n)
-  }
-
-  /** The scene keys a note is attached to, heaviest first. */
-  scenesOf(blockId: string): string[] {
-    return this.deps.stmt('scene.ofBlock', `SELECT s.key FROM scene_refs r JOIN scenes s ON s.id = r.scene_id
-      WHERE r.block_id = ? ORDER BY r.weight DESC, s.key`).all(blockId).map((r) => String(r.key))
   }
 
   /** Counts for `stats()`. */

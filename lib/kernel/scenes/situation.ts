@@ -145,11 +145,6 @@ export function similarity(a: readonly Feature[], b: readonly Feature[]): number
   return score(prepare(a), prepare(b))
 }
 
-/** True when some identity dimension has values on both sides and none in common. */
-export function identityConflict(a: readonly Feature[], b: readonly Feature[]): boolean {
-  return conflict(prepare(a), prepare(b))
-}
-
 /** The identity features of a fingerprint, as a sorted list of keys. */
 export function identityOf(sig: readonly Feature[]): string[] {
   return sig.filter((f) => IDENTITY_KINDS.includes(kindOf(f.key))).map((f) => f.key).sort()
