@@ -266,15 +266,18 @@ export class SceneTable {
   attached(keys: readonly string[], scopes: readonly string[] | undefined, limit: number): SceneRef[] {
     if (keys.length === 0 || limit <= 0) return []
     const exact = new Set(keys.flatMap(sceneLineage))
+    // The matching scenes first (a scan of the scene rows, not of the refs), then their refs by index.
+    const ids = this.deps.stmt('scene.matching', `SELECT s.id FROM scenes s WHERE s.key IN (SELECT value FROM json_each(?1))
+      OR EXISTS (SELECT 1 FROM json_each(?2) k WHERE substr(s.key, 1, length(k.value) + 1) = k.value || '/')`)
+      .all(JSON.stringify([...exact]), JSON.stringify([...new Set(keys)])).map((r) => Number(r.id))
+    if (ids.length === 0) return []
     const scoped = scopes !== undefined
     const rows = this.deps.stmt(scoped ? 'scene.attachedScoped' : 'scene.attached', `SELECT r.block_id, max(r.weight) AS weight, s.key
       FROM scene_refs r JOIN scenes s ON s.id = r.scene_id JOIN blocks b ON b.id = r.block_id
-      WHERE (s.key IN (SELECT value FROM json_each(?1))
-        OR EXISTS (SELECT 1 FROM json_each(?2) k WHERE substr(s.key, 1, length(k.value) + 1) = k.value || '/'))
-        AND b.superseded_by IS NULL
-        ${scoped ? 'AND EXISTS (SELECT 1 FROM memberships m WHERE m.block_rowid = b.rowid AND m.scope IN (SELECT value FROM json_each(?4)))' : ''}
-      GROUP BY r.block_id ORDER BY weight DESC, max(b.created_at) DESC, r.block_id LIMIT ?3`)
-      .all(JSON.stringify([...exact]), JSON.stringify([...new Set(keys)]), limit, ...(scoped ? [JSON.stringify(scopes)] : []))
+      WHERE r.scene_id IN (SELECT value FROM json_each(?1)) AND b.superseded_by IS NULL
+        ${scoped ? 'AND EXISTS (SELECT 1 FROM memberships m WHERE m.block_rowid = b.rowid AND m.scope IN (SELECT value FROM json_each(?3)))' : ''}
+      GROUP BY r.block_id ORDER BY weight DESC, max(b.created_at) DESC, r.block_id LIMIT ?2`)
+      .all(JSON.stringify(ids), limit, ...(scoped ? [JSON.stringify(scopes)] : []))
     return rows.map((r) => ({ blockId: String(r.block_id), weight: Number(r.weight), scene: String(r.key) }))
   }
 
