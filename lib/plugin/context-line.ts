@@ -12,6 +12,12 @@ export function contextName(storePath: string, toolName: string): string {
 }
 
 /**
+ * Where a user can look at and correct what is remembered: dsh web has no panel for plugins that
+ * serve their own page (docs/browser.md), so the line names the standalone memory browser.
+ */
+export const BROWSER_HINT = 'The user can search, correct and forget these notes in a local page: `stablemem serve`.'
+
+/**
  * The input-independent line in the runtime-context snapshot: that memory exists, how much, and
  * how to add to it. Empty while the store is empty (nothing to announce), and a plain warning when
  * the store is unavailable, so a broken memory is visible to the model and the user.
@@ -24,6 +30,6 @@ export function contextLine(service: StableMem, toolName: string): string {
   const vectors = service.vectorHealthLine()
   const trouble = service.transientTrouble()
   return `Long-term memory (dsh-stablemem): ${count} note${count === 1 ? '' : 's'} stored; relevant ones are recalled with each user message. ` +
-    `Save durable facts with the ${toolName} tool.${vectors === '' ? '' : ` ${vectors}`}` +
+    `Save durable facts with the ${toolName} tool. ${BROWSER_HINT}${vectors === '' ? '' : ` ${vectors}`}` +
     (trouble === undefined ? '' : ` The last save failed (${trouble}); nothing stored was lost and saving is retried, but do not promise that a new fact is saved until the tool confirms it.`)
 }

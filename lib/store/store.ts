@@ -9,6 +9,7 @@ import { isInvisibleOnly } from '../text/invisible.ts'
 import { nearKey } from '../text/near-key.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
+import { BrowseTable } from './browse.ts'
 import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
@@ -103,6 +104,8 @@ export class BlockStore {
   readonly scopes: ScopeTable
   /** Scenes, their features and the notes attached to them (`lib/store/scenes.ts`). */
   readonly scenes: SceneTable
+  /** Pages, filters and note pages for the memory browser (`lib/store/browse.ts`). */
+  readonly browse: BrowseTable
   private readonly nearKeys: NearKeys
   private forgets = 0
   private readonly db: DatabaseSync
@@ -167,6 +170,7 @@ export class BlockStore {
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion() })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
+    this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql), count: () => this.count() })
   }
 
   /** Stores one block; idempotent by content. See `commitMany`. */

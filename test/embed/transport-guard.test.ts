@@ -68,8 +68,21 @@ const exemptAdapter = (rel: string) => rel.startsWith(ADAPTER)
  */
 const CREDENTIAL_FORMATS: ReadonlyMap<string, readonly string[]> = new Map([['lib/secrets/shapes.ts', ['Authorization', 'Bearer', 'api_key']]])
 
-/** What the guard allows: the adapter everything, the secrets scanner the names of credential formats. */
-const exempt = (rel: string, rule: string) => exemptAdapter(rel) || (CREDENTIAL_FORMATS.get(rel)?.includes(rule) ?? false)
+/**
+ * The memory browser (`stablemem serve`) answers on loopback; it never calls out: its server may
+ * use `node:http` (listening) and `node:net` (`isIP`) and build `http://` origins, its page may
+ * `fetch(` its own relative API paths and name the SVG namespace. Nothing else (no `https://`,
+ * no undici, no credentials headers).
+ */
+const LOOPBACK_SERVER: ReadonlyMap<string, readonly string[]> = new Map([
+  ['lib/serve/server.ts', ['node:http/https/net/tls', 'http://']],
+  ['lib/serve/security.ts', ['node:http/https/net/tls', 'http://']],
+  ['lib/serve/static/app.js', ['fetch(', 'http://']],
+])
+
+/** What the guard allows: the adapter everything, the secrets scanner the names of credential formats, the browser its loopback server. */
+const exempt = (rel: string, rule: string) => exemptAdapter(rel) || (CREDENTIAL_FORMATS.get(rel)?.includes(rule) ?? false) ||
+  (LOOPBACK_SERVER.get(rel)?.includes(rule) ?? false)
 
 function libFiles(): Map<string, string> {
   const out = new Map<string, string>()
@@ -125,5 +138,17 @@ t.test('comments are stripped, string literals are not', (t) => {
   t.same(violations(inComment, exemptAdapter), [])
   const inString = new Map([['lib/a.ts', 'export const u = "http://example.invalid" // comment\n']])
   t.same(violations(inString, exemptAdapter), ['lib/a.ts: http://'])
+  t.end()
+})
+
+t.test('the memory browser\'s exemption is narrow: it serves, it never calls out', (t) => {
+  const files = libFiles()
+  for (const rel of LOOPBACK_SERVER.keys()) t.ok(files.has(rel), `${rel} is scanned`)
+  const app = stripComments(files.get('lib/serve/static/app.js')!)
+  const calls = [...app.matchAll(/\bfetch\s*\(\s*([^,)]+)/g)].map((m) => m[1]!.trim())
+  t.ok(calls.length >= 2, 'the page\'s requests are found')
+  t.ok(calls.every((arg) => /^(`\$\{path\}|path\b|'\/)/.test(arg)), `every fetch goes to a path on the page's own origin (${calls.join(', ')})`)
+  const leaky = new Map([['lib/serve/server.ts', `${files.get('lib/serve/server.ts')}\nexport const out = () => import('undici').then(() => 'https://example.invalid/')\n`]])
+  t.same(violations(leaky, exempt), ['lib/serve/server.ts: https://', 'lib/serve/server.ts: undici'], 'an outbound call in the server is still caught')
   t.end()
 })
