@@ -15,6 +15,8 @@
  * 5. Scopes (`--workspaces W`, default 20; 0 skips): the same N blocks committed into a second file,
  *    block i into workspace i mod W, and each query recalled in the workspace of the block it was
  *    cut from (plus global), alternating with the unscoped recall of the single-scope file of step 1.
+ * 6. Scenes (`--scene-count`, default 1000, 0 skips; `--scene-refs`, default 100000): the per-turn
+ *    scene resolution and card, wall and CPU time, against the lexical recall of that store.
  * With `--json` the last line is one JSON object with the keys the issue names. Every latency is
  * reported at p50, p99 and p99.9, wall time and this process's CPU time side by side (on a loaded
  * machine CPU time is close to what a quiet one gives).
@@ -44,6 +46,7 @@ import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { canonicalText, scrubQuery } from '../lib/text/normalize.ts'
 import { SCALE_QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
 import { measurePreStep } from './prestep.ts'
+import { measureSceneCost } from './scene-cost.ts'
 import { cpuMs, nowMs, percentile, round, summary, tail } from './stats.ts'
 
 const { values: args } = parseArgs({
@@ -55,6 +58,8 @@ const { values: args } = parseArgs({
     single: { type: 'string', default: '1000' },
     batch: { type: 'string', default: '1000' },
     workspaces: { type: 'string', default: '20' },
+    'scene-count': { type: 'string', default: '1000' },
+    'scene-refs': { type: 'string', default: '100000' },
     json: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     cache: { type: 'string', default: '' },
@@ -327,6 +332,10 @@ if (WORKSPACES > 0) {
   singleReader.close()
 }
 
+// 6. Scene cost (bench/scene-cost.ts): resolving a turn's scene and its card at many scenes; --scene-count 0 skips.
+const sceneCount = Number(args['scene-count'])
+const sceneCost = sceneCount > 0 ? await measureSceneCost({ scenes: sceneCount, refs: Number(args['scene-refs']), samples: QUERIES, log }) : undefined
+
 const rssMb = process.resourceUsage().maxRSS / 1024
 log(`peak RSS ${rssMb.toFixed(0)} MB`)
 if (!args.keep && args.cache === '') rmSync(dir, { recursive: true, force: true })
@@ -358,6 +367,7 @@ const result = {
   elapsed_s: Math.round(elapsedS),
   cpu_s: Math.round(cpuMs(startedCpu) / 1000),
   load_avg: loadavg().map((l) => round(l, 1)),
+  ...(sceneCost === undefined ? {} : { scene_cost: sceneCost }),
   ...(WORKSPACES > 0 ? { scopes: { workspaces: WORKSPACES, recall: scoped, single_scope: single, ratio_p99_max: round(Math.max(...scopedRatios), 2) } } : {}),
 }
 if (args.json) console.log(JSON.stringify(result))

@@ -38,6 +38,12 @@ export interface Config {
   stopWhenAllDenied: boolean
   surface: SurfaceMode
   team: TeamConfig
+  scenes: string[]
+  sceneCard: 'context' | 'section' | 'off'
+  sceneCardChars: number
+  sceneHalfLifeDays: number
+  channel: string
+  timeZone: string
 }
 
 /** Compaction capture and cooling (`layers:`, docs/layers.md). */
@@ -200,6 +206,18 @@ export const Config: Schema<Config> = Schema.object({
     .description('Which row gives agents the tool, context line and recall: `auto` this row for every agent except those on a preset with the `dsh-stablemem/kernel` row (that row serves them), ' +
       '`global` this row for every agent (kernel rows stand down), `service` only kernel rows (this row keeps the store and `ctx.stablemem`).'),
   team: TeamConfig.description('Optional shared team layer on PostgreSQL (docs/team.md). Off by default.'),
+  scenes: Schema.array(Schema.string()).default([])
+    .description('Declared scene keys created at start (docs/scenes.md), e.g. `chan:qq` or `chan:qq/group:ops`: notes attached to one are recalled in every situation under it. Keys are normalised (lower case, `_` for other characters); one with a line break or nothing a key can keep fails the load.'),
+  sceneCard: Schema.union(['context', 'section', 'off'] as const).default('context')
+    .description('The scene card (the current situation and its strongest conventions): `context` a line of the runtime-context snapshot (no prompt-cache miss; one stale snapshot per switch), `section` the last system-prompt section (one cache miss per scene switch), `off` none.'),
+  sceneCardChars: Schema.natural().min(100).max(4_000).default(600)
+    .description('Longest scene card, in characters.'),
+  sceneHalfLifeDays: Schema.number().min(0).max(3_650).default(30)
+    .description('Half-life of a note\'s attachment to a scene, in days: a ref not refreshed for this long halves (at most once per period), and is removed below 0.05. 0: no decay.'),
+  channel: Schema.string().default('')
+    .description('Channel of human prompts that name none (a channel bridge stamps `source.channel`; web prompts are `web`). Empty: such prompts have no channel feature.'),
+  timeZone: Schema.string().default('')
+    .description('IANA time zone of the part-of-day feature when a prompt carries no `clientTimeZone`. Empty: the process zone.'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */

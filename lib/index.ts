@@ -6,6 +6,8 @@ import { Config, defaultStorePath } from './config.ts'
 import { ScopePolicy } from './scope-policy.ts'
 import { registerCompactionCapture } from './kernel/layers/capture.ts'
 import { registerHeartbeat } from './kernel/layers/heartbeat.ts'
+import { registerScenes } from './kernel/scenes/register.ts'
+import { checkSceneKey } from './store/scene-key.ts'
 import { registerStatistics } from './plugin/statistics.ts'
 import { attachHostSurface, registerSurface } from './plugin/surface.ts'
 import { StableMem } from './service.ts'
@@ -33,6 +35,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   const resolvedPath = config.path === '' ? defaultStorePath() : config.path === ':memory:' ? config.path : resolve(config.path)
   const scopePolicy = new ScopePolicy(config.scopes) // an invalid alias table fails the load here, naming the field
   checkTeamConfig(config.team, teamTarget) // so does an incomplete `team:` block
+  checkSceneConfig(config)
   const own = ctx.isolate('stablemem')
   own.plugin(StableMem, { ...config, resolvedPath, scopePolicy })
   await own.inject(['stablemem'], (inner) => {
@@ -40,6 +43,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     if (config.surface !== 'service') registerSurface(inner, config, resolvedPath, name, (scope) => surface.hostServes(scope))
     registerCompactionCapture(inner, () => inner.stablemem, config)
     registerHeartbeat(inner, () => inner.stablemem, config)
+    registerScenes(inner, () => inner.stablemem)
     registerStatistics(inner)
     if (!publish(ctx, inner.stablemem)) {
       inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)
@@ -52,6 +56,17 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
       })
     }
   })
+}
+
+/** Fails the load on a `scenes` entry that is no scene key, or a `timeZone` Intl does not know, naming the field. */
+function checkSceneConfig(config: Config): void {
+  config.scenes.forEach((key, i) => checkSceneKey(key, `scenes[${i}]`, true))
+  if (config.timeZone === '') return
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: config.timeZone })
+  } catch {
+    throw new Error(`timeZone: ${JSON.stringify(config.timeZone)} is not an IANA time zone (e.g. Asia/Shanghai)`)
+  }
 }
 
 /** Publishes `service` as `ctx.stablemem` unless another instance already does; true if it did. */
@@ -83,3 +98,5 @@ export type { DuplicatePolicy } from './store/duplicates.ts'
 export { StableMem, type RecallCallOptions, type ServiceCommitInput, type ServiceRecallOptions, type ServiceStats, type VectorStats } from './service.ts'
 export { gateHits, type GateOptions } from './recall/gate.ts'
 export * from './kernel/stages/index.ts'
+export type { Feature, SceneCardMode, SceneDetail, Scenes, SceneStats, SceneSummary, TurnScene } from './kernel/scenes/api.ts'
+export { normalizeSceneKey } from './store/scene-key.ts'

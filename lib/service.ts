@@ -28,6 +28,9 @@ import { BlockStore } from './store/store.ts'
 import { TeamLayer, type TeamStats } from './team/layer.ts'
 import { mergeTeamHits } from './team/merge.ts'
 import type { ShareResult } from './team/write.ts'
+import { checkSceneKey, normalizeSceneKey } from './store/scene-key.ts'
+import { SceneApi, type SceneStats } from './kernel/scenes/api.ts'
+import { withSceneNotes } from './kernel/scenes/union.ts'
 import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
 
 declare module '@deepseek-ai/cordis' {
@@ -68,6 +71,8 @@ export interface ServiceStats extends Partial<StoreStats>, Partial<AccessStats> 
   byScope?: ScopeCount[]
   /** The shared team layer (docs/team.md); absent while `team.url` is empty. */
   team?: TeamStats
+  /** Scenes, refs, resolved turns and the scene card (docs/scenes.md); absent while the store is unavailable. */
+  scenes?: SceneStats
 }
 
 /**
@@ -112,6 +117,11 @@ export interface RecallCallOptions {
   scope?: RecallView
   /** Merge the team layer's notes when one is configured (default true). */
   team?: boolean
+  /**
+   * Scene keys whose attached notes join the result (`scenes.readKeys` of a turn): placed after
+   * exact pins, always through the gate, within `topK` and the scope (docs/scenes.md).
+   */
+  scenes?: readonly string[]
 }
 
 /** The gated hits, keeping the `degraded` mark of the list they were taken from. */
@@ -160,6 +170,8 @@ export class StableMem extends Service {
   private readonly turnCounts: Record<string, number> = {}
   /** The shared team layer, when `team.url` is set (docs/team.md). */
   private readonly team: TeamLayer | undefined
+  /** Scenes: the current scene of each agent, the scene list, declaring (docs/scenes.md). */
+  readonly scenes: SceneApi
 
   constructor(ctx: Context, config: Config & { resolvedPath: string, scopePolicy?: ScopePolicy }) {
     super(ctx, 'stablemem')
@@ -178,6 +190,10 @@ export class StableMem extends Service {
     this.stageHost = new StageHost(ctx.logger('stablemem'))
     const binding = bindStages(ctx, this.stageHost, { maxStepsPerTurn: config.maxStepsPerTurn, stopWhenAllDenied: config.stopWhenAllDenied })
     this.stages = new StagesApi(ctx, this.stageHost, () => binding.idle())
+    this.scenes = new SceneApi((fn) => this.use(fn), {
+      channel: config.channel, timeZone: config.timeZone, halfLifeDays: config.sceneHalfLifeDays, card: config.sceneCard,
+      scopes: (view) => this.scopePolicy.recallUnion(view),
+    })
   }
 
   /** Opens the store; a failure is recorded and logged, not thrown, so the agent keeps running. */
@@ -185,6 +201,7 @@ export class StableMem extends Service {
     try {
       this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets, duplicates: this.config.duplicates })
       this.access = new AccessRecorder(this.store)
+      this.config.scenes.forEach((key, i) => this.store!.scenes.declare(checkSceneKey(key, `scenes[${i}]`, true), 0))
       if (this.embedder) {
         const logger = this.ctx.logger('stablemem')
         this.vectorizer = new BlockVectorizer(this.store, this.embedder, {
@@ -283,6 +300,10 @@ export class StableMem extends Service {
       throw new StableMemError('invalid_input', `purpose must be 'inject' or 'search', not ${given}`)
     }
     if (options.team !== undefined && typeof options.team !== 'boolean') throw new StableMemError('invalid_input', `team must be a boolean, not ${kindOf(options.team)}`)
+    if (options.scenes !== undefined && (!Array.isArray(options.scenes) || options.scenes.some((k) => typeof k !== 'string'))) {
+      throw new StableMemError('invalid_input', 'scenes must be an array of scene keys')
+    }
+    const sceneKeys = (options.scenes ?? []).map((k) => normalizeSceneKey(k)).filter((k) => k !== '')
     const inject = options.purpose === 'inject'
     const scopes = this.scopePolicy.recallUnion(options.scope)
     const store = this.open()
@@ -299,9 +320,13 @@ export class StableMem extends Service {
       localIds = hits.map((h) => h.id)
       const answer = await team
       if (answer !== undefined && 'result' in answer) hits = mergeTeamHits(hits, answer.result, clampTopK(topK))
+      const scenes = sceneKeys.length > 0 && !isAbstention(hits)
+        ? withSceneNotes(store, hits, sceneKeys, scopes, inject ? (options.topK ?? this.config.topK) : (options.topK ?? 5))
+        : undefined
+      if (scenes !== undefined) hits = keepMarks(hits, scenes.hits)
       if (inject && !isAbstention(hits)) {
         const { minRelevance, relevanceFalloff: falloff, minScore } = this.config
-        hits = keepMarks(hits, gateHits(hits, { minRelevance, falloff, minScore, topK: MAX_TOP_K }))
+        hits = keepMarks(hits, gateHits(hits, { minRelevance, falloff, minScore, topK: MAX_TOP_K, attached: scenes?.attached }))
       }
     } catch (error) {
       throw this.failed(store, error)
@@ -485,7 +510,7 @@ export class StableMem extends Service {
       return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
     }
     try {
-      return { available: true, ...this.store.stats(), layers: this.store.layers.stats(), byScope: this.store.scopes.counts(), ...health, ...this.access?.stats() }
+      return { available: true, ...this.store.stats(), layers: this.store.layers.stats(), byScope: this.store.scopes.counts(), scenes: this.scenes.stats(), ...health, ...this.access?.stats() }
     } catch (error) {
       const refusal = this.failed(this.store, error)
       return { available: false, error: refusal instanceof Error ? refusal.message : String(refusal), path: this.storePath, ...health }

@@ -21,6 +21,7 @@ export const COMMANDS: Record<string, { summary: string, load: () => Promise<{ c
   import: { summary: 'restore a JSON Lines export: import <file.jsonl>', load: () => import('./commands/import.ts') },
   doctor: { summary: 'check Node, node:sqlite, FTS5 and the store file', load: () => import('./commands/doctor.ts') },
   cool: { summary: 'distil idle cold blocks into stable facts: cool [--dry-run] [--now <time>] [--json]', load: () => import('./commands/cool.ts') },
+  scenes: { summary: 'scenes with strengths, features and notes: scenes [list | show <key>] [--json]', load: () => import('./commands/scenes.ts') },
   forget: { summary: 'delete notes for good: forget <id>… | --scene s | --source s | --before t | --all', load: () => import('./commands/forget.ts') },
   serve: { summary: 'the memory browser on 127.0.0.1: serve [--port n] [--read-only] [--open] [--host address]', load: () => import('./commands/serve.ts') },
   vacuum: { summary: 'rewrite the store file without free space', load: () => import('./commands/vacuum.ts') },

@@ -60,7 +60,8 @@ export function commitTool(ctx: Context, name: string, team = false): ToolDefini
       const source = args.source ?? (exists ? '' : 'model')
       const shared = (args as { shared?: boolean }).shared === true
       const result = await ctx.stablemem.commit({
-        text: args.text, source, scene: args.scene ?? '', supersedes: args.supersedes ?? '', scope: args.scope, ...placeOf(exec.agent),
+        // Without a scene of its own, a note is tagged with the turn's primary scene (docs/scenes.md).
+        text: args.text, source, scene: args.scene ?? (exec.agent === undefined ? '' : ctx.stablemem.scenes.current(String(exec.agent.id))?.primary ?? ''), supersedes: args.supersedes ?? '', scope: args.scope, ...placeOf(exec.agent),
         ...(shared ? { shared: true } : {}),
       })
       return {

@@ -35,7 +35,9 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
     try {
       // The notes the relevance gate lets through (an empty list when nothing is relevant), within
       // the session's view: its workspace's notes, its preset's, and global ones; never another workspace's.
-      const hits = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scope: placeOf(payload.agent) })
+      // The notes of the turn's scene join them (docs/scenes.md), within the same view.
+      const scenes = service.scenes.readKeys(String(payload.agent.id))
+      const hits = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scenes, scope: placeOf(payload.agent) })
       const abstention = abstentionOf(hits)
       if (abstention !== undefined) {
         // The notice answers a question about a store that holds notes; after a statement, or

@@ -5,6 +5,7 @@ import type { StableMem } from '../service.ts'
 import { contextLine, contextName } from './context-line.ts'
 import { modelTools } from './model-tools.ts'
 import { registerPreStep } from './pre-step.ts'
+import { registerSceneCard } from '../kernel/scenes/card.ts'
 
 /**
  * What the host row tells the kernel rows through the service it publishes: the mode, the
@@ -67,4 +68,5 @@ export function registerSurface(ctx: Context, config: Config, storePath: string,
   })
   // The recall runs as a stage handler of the host's stage API, which sees every agent: `serves` scopes it.
   registerPreStep(ctx, config, pluginName, (agent) => serves(agent))
+  registerSceneCard(ctx, config, (agent) => serves(agent))
 }

@@ -56,7 +56,9 @@ export const DEFAULT_FALLOFF = 0.1
 export function gateHits<T extends Hit>(hits: readonly T[], options: GateOptions): T[] {
   const always = (h: Hit) => h.exact || (options.attached?.has(h.id) ?? false)
   let best = 0
-  for (const h of hits) if (!always(h) && h.score >= options.minScore) best = Math.max(best, h.relevance)
+  // The reference is the best non-pinned hit, attached notes included: an attached note that is
+  // also the most relevant hit must not lower the bar for the others.
+  for (const h of hits) if (!h.exact && h.score >= options.minScore) best = Math.max(best, h.relevance)
   const open = best >= options.minRelevance
   const floor = best * options.falloff
   return hits.filter((h) => always(h) || (open && h.score >= options.minScore && h.relevance >= floor)).slice(0, Math.max(0, options.topK))

@@ -17,6 +17,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { isBlockId } from './block-id.ts'
 import { indexColumns } from './fts-columns.ts'
+import { normalizeSceneKey } from './scene-key.ts'
 import type { Block } from './types.ts'
 
 /** A filter over stored notes. Several fields narrow together (AND); `all` must stand alone. */
@@ -214,7 +215,12 @@ function checkOrigin(origin: string): string {
 function filterSql(filter: ForgetFilter): { where: string, params: Array<string | number> } {
   const clauses: string[] = []
   const params: Array<string | number> = []
-  if (filter.scene !== undefined) { clauses.push("scene = ? AND scene <> ''"); params.push(filter.scene) }
+  if (filter.scene !== undefined) {
+    // A scene filter names the scene's notes: those saved with it, and those attached to it (docs/scenes.md).
+    const key = normalizeSceneKey(filter.scene)
+    clauses.push("((scene = ? AND scene <> '') OR id IN (SELECT r.block_id FROM scene_refs r JOIN scenes s ON s.id = r.scene_id WHERE s.key = ?))")
+    params.push(key, key)
+  }
   if (filter.source !== undefined) { clauses.push('source = ?'); params.push(filter.source) }
   if (filter.before !== undefined) { clauses.push('created_at < ?'); params.push(filter.before as number) }
   return { where: clauses.length === 0 ? '' : `WHERE ${clauses.join(' AND ')}`, params }

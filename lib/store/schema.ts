@@ -1,6 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { indexColumns } from './fts-columns.ts'
+import { migrateSceneColumn } from './scenes.ts'
 
 /**
  * Forward-only schema migrations, tracked in `PRAGMA user_version`. Each entry moves the file
@@ -163,7 +164,51 @@ export const MIGRATIONS: readonly string[] = [
   INSERT INTO blocks_fts (rowid, latin, cjk) SELECT rowid, stablemem_fts_latin(text), stablemem_fts_cjk(text) FROM blocks;
   INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize');
   `,
+  // Scenes (docs/scenes.md): declared and emergent scenes, the features of emergent ones, the
+  // evidence of fingerprints seen once, and the refs attaching notes to scenes (weights decay).
+  // A ref goes with its note (ON DELETE CASCADE), so forgetting a note forgets its scene refs.
+  // The data step normalises every stored `scene` value and declares its scene (`DATA_STEPS`).
+  `
+  -- data-step: scenes
+  CREATE TABLE scenes (
+    id         INTEGER PRIMARY KEY,
+    key        TEXT    NOT NULL UNIQUE,
+    origin     TEXT    NOT NULL CHECK (origin IN ('declared', 'emergent')),
+    strength   INTEGER NOT NULL DEFAULT 1,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE TABLE scene_features (
+    scene_id INTEGER NOT NULL REFERENCES scenes(id) ON DELETE CASCADE,
+    feature  TEXT    NOT NULL,
+    weight   REAL    NOT NULL,
+    PRIMARY KEY (scene_id, feature)
+  ) WITHOUT ROWID;
+  CREATE TABLE situation_evidence (
+    label      TEXT    PRIMARY KEY,
+    count      INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE scene_refs (
+    scene_id   INTEGER NOT NULL REFERENCES scenes(id) ON DELETE CASCADE,
+    block_id   TEXT    NOT NULL REFERENCES blocks(id) ON DELETE CASCADE,
+    weight     REAL    NOT NULL,
+    decayed_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (scene_id, block_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX scene_refs_block ON scene_refs(block_id);
+  `,
 ]
+
+/**
+ * Data steps: JavaScript run right after the SQL of the migration that names it in a
+ * `-- data-step: <name>` line, in the same transaction. Keyed by name rather than position, so
+ * migrations of parallel branches can be reordered without moving their data steps.
+ */
+const DATA_STEPS: Readonly<Record<string, (db: DatabaseSync) => void>> = {
+  scenes: (db) => migrateSceneColumn(db),
+}
 
 /** The schema version this code writes and reads. */
 export const SCHEMA_VERSION = MIGRATIONS.length
@@ -204,6 +249,7 @@ export function migrate(db: DatabaseSync, target: number = SCHEMA_VERSION): void
         continue
       }
       db.exec(MIGRATIONS[v]!)
+      for (const [, step] of MIGRATIONS[v]!.matchAll(/^\s*-- data-step: ([a-z-]+)$/gm)) DATA_STEPS[step!]!(db)
       db.exec(`PRAGMA user_version = ${v + 1}`)
       db.exec('COMMIT')
     } catch (error) {

@@ -18,6 +18,8 @@ import { adopt, exists, mark, restore, type ChainAccess } from './supersede.ts'
 import { checkTag } from './tags.ts'
 import { checkScopeKey, GLOBAL_SCOPE } from './scope-key.ts'
 import { ScopeTable } from './scopes.ts'
+import { checkSceneKey } from './scene-key.ts'
+import { SceneTable } from './scenes.ts'
 import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
 import { VectorTable } from './vectors.ts'
 
@@ -100,6 +102,8 @@ export class BlockStore {
   readonly readOnly: boolean
   /** Which scopes each block belongs to (`lib/store/scopes.ts`). */
   readonly scopes: ScopeTable
+  /** Scenes, their features and the notes attached to them (`lib/store/scenes.ts`). */
+  readonly scenes: SceneTable
   /** Pages, filters and note pages for the memory browser (`lib/store/browse.ts`). */
   readonly browse: BrowseTable
   private readonly nearKeys: NearKeys
@@ -158,6 +162,7 @@ export class BlockStore {
       commitMany: (inputs) => this.commitMany(inputs), link: (edge) => this.link(edge),
     })
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
+    this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion() })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
     this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql), count: () => this.count() })
   }
@@ -196,6 +201,7 @@ export class BlockStore {
       const duplicateOf = near === row.supersedes ? undefined : near // replacing a note is not duplicating it
       if (duplicateOf !== undefined && this.duplicates === 'skip' && !this.get(row.id)) {
         this.scopes.join(duplicateOf, row.scope, now) // the kept note now also belongs to this scope
+        if (row.scene !== '') this.scenes.tag(row.scene, duplicateOf, 1, now)
         return { id: duplicateOf, created: false, duplicateOf }
       }
       const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now, keys[i]!)
@@ -214,6 +220,7 @@ export class BlockStore {
       if (row.redacted.length > 0) result.redacted = row.redacted
       if (created) this.scopes.joinRowid(Number(inserted.lastInsertRowid), row.scope, now)
       else this.scopes.join(row.id, row.scope, now)
+      if (row.scene !== '') this.scenes.tag(row.scene, row.id, 1, now)
       if (!created || duplicateOf === undefined) return result
       if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now, false)
       return { ...result, duplicateOf }
@@ -487,6 +494,10 @@ export class BlockStore {
   /** Closes the file (idempotent). */
   close(): void {
     if (this.closed) return
+    // Scene reinforcements still in memory are written now; if the file refuses, they are only counts.
+    if (!this.readOnly && this.scenes.hasPending) {
+      try { this.scenes.flush() } catch { /* a lost count, never a lost note */ }
+    }
     this.closed = true
     this.statements.clear()
     this.db.close()
@@ -564,6 +575,7 @@ export class BlockStore {
     const supersededBy = block.supersededBy === null ? null : checkTag(block.supersededBy, 'supersededBy', true, 'allow').value
     const created = this.restoreRow(row, createdAt, updatedAt, accessCount, lastAccessAt)
     for (const key of created && keys.length === 0 ? [GLOBAL_SCOPE] : keys) this.scopes.join(row.id, key)
+    if (row.scene !== '') this.scenes.tag(row.scene, row.id, 1)
     const result = row.redacted.length > 0 ? { created, id: row.id, redacted: row.redacted } : { created, id: row.id }
     if (supersededBy === null) return result
     if (!exists(this.chain, supersededBy)) return { ...result, pending: supersededBy }
@@ -655,7 +667,7 @@ export class BlockStore {
       for (const kind of checked.redacted) if (!redacted.includes(kind)) redacted.push(kind)
       return checked.value
     }
-    const [source, scene, semanticType, supersedes] = [tag(input.source ?? '', 'source'), tag(input.scene ?? '', 'scene'),
+    const [source, scene, semanticType, supersedes] = [tag(input.source ?? '', 'source'), checkSceneKey(tag(input.scene ?? '', 'scene'), `${prefix}scene`, false),
       tag(input.semanticType ?? '', 'semanticType'), tag(input.supersedes ?? '', 'supersedes')]
     const scope = checkScopeKey(input.scope ?? GLOBAL_SCOPE, `${prefix}scope`)
     return { id: blockId(text), text, redacted, source, scene, semanticType, supersedes, scope }

@@ -342,5 +342,5 @@ t.test('the kernel runs on the stages: recall at pre_action and turn statistics 
   await stages.idle()
   const stats = await h.ctx.stablemem.stats()
   t.match(stats, { injections: 1, turns: { completed: 1, blocked: 1 } })
-  t.match(stats.stages.handlers, { pre_action: 1, after_output: 1 }, 'the recall and the statistics are stage handlers')
+  t.match(stats.stages.handlers, { pre_action: 2, after_output: 1 }, 'the recall, the scene card and the statistics are stage handlers')
 })

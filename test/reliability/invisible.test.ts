@@ -119,7 +119,8 @@ t.test('tags: line breaks, controls, bidi and tag characters are refused; the le
   t.throws(() => store.commit({ text: 'a note', scene: '\uFB2C'.repeat(100) }), { code: 'too_large', message: /after normalisation/ })
   t.throws(() => store.commit({ text: 'a note', scene: 'x'.repeat(MAX_TAG_CHARS + 1) }), { code: 'too_large' })
   t.equal(store.get(id)!.scene, '', 'nothing was written')
-  t.equal(store.get(store.commit({ text: 'a note', scene: '上海轨道交通16号线 · chan:qq 👩\u200D💻' }).id)!.scene, '上海轨道交通16号线 · chan:qq 👩\u200D💻', 'ordinary tags are kept exactly')
+  t.equal(store.get(store.commit({ text: 'a note', source: '上海轨道交通16号线 · chan:qq 👩\u200D💻' }).id)!.source, '上海轨道交通16号线 · chan:qq 👩\u200D💻', 'ordinary tags are kept exactly')
+  t.equal(store.get(store.commit({ text: 'a note', scene: '上海轨道交通16号线 · chan:qq 👩\u200D💻' }).id)!.scene, '上海轨道交通16号线_chan:qq', 'a scene is a normalised key (docs/scenes.md)')
 })
 
 t.test('mutation: without the line-break check a scene with a line break is stored', async (t) => {
@@ -129,7 +130,7 @@ t.test('mutation: without the line-break check a scene with a line break is stor
   const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
   const store = new Mutated(tempStorePath('forge-mutant'))
   t.teardown(() => store.close())
-  t.equal(store.get(store.commit({ text: 'a note', scene: 'x\n## forged' }).id)!.scene, 'x\n## forged')
+  t.equal(store.get(store.commit({ text: 'a note', source: 'x\n## forged' }).id)!.source, 'x\n## forged')
 })
 
 /**

@@ -129,7 +129,7 @@ t.test('credentials in tags are masked (redact) or refused (refuse), never store
   const result = redacting.commit({ text: 'model hub settings', scene: `hub ${key}`, source: `token=${key}`, semanticType: key })
   const block = redacting.get(result.id)!
   t.ok(free(block.scene, key) && free(block.source, key) && free(block.semanticType, key), 'scene, source and type masked')
-  t.match(block.scene, /^hub \[redacted huggingface-token\]$/)
+  t.match(block.scene, /^hub_redacted_huggingface-token$/, 'masked, then normalised as a scene key')
   t.same(result.redacted, ['huggingface-token'], 'the commit result says so')
   t.throws(() => refusing.commit({ text: 'model hub settings', scene: key }), { code: 'contains_secret', message: /^scene looks like it contains a credential/ })
   t.equal(refusing.count(), 0)
@@ -151,17 +151,17 @@ t.test('real loop: a key the model puts in a scene is masked, and the tool says 
   t.ok(requestTexts(h.adapter.requests[1]!).some((x) => x.includes('Credentials were masked before saving (npm-token)')), 'the model is told')
   const block = [...(await h.ctx.stablemem.recall('npm publishing is automated', { topK: 1 }))][0]!
   const stored = (await h.ctx.stablemem.get(block.id))!
-  t.equal(stored.scene, 'npm [redacted npm-token]')
+  t.equal(stored.scene, 'npm_redacted_npm-token')
 })
 
-t.test('mutation: without the policy on tags, the key is stored in the scene', async (t) => {
+t.test('mutation: without the policy on tags, the key is stored in the source', async (t) => {
   const m = mutant({ file: 'store/tags.ts', from: 'applySecretsPolicy(tag, secrets, field)', to: 'applySecretsPolicy(tag, \'allow\', field)' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
   const store = new Mutated(tempStorePath('tags-mutant'))
   t.teardown(() => store.close())
   const key = CLASSES[0]!.secret
-  t.notOk(free(store.get(store.commit({ text: 'model hub settings', scene: key }).id)!.scene, key), 'the key reaches the file')
+  t.notOk(free(store.get(store.commit({ text: 'model hub settings', source: key }).id)!.source, key), 'the key reaches the file')
 })
 
 t.test('mutation: without the shape check on prose, "the password is required" loses a word', async (t) => {

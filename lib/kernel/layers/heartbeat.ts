@@ -33,6 +33,9 @@ export function registerHeartbeat(ctx: Context, service: () => StableMem, config
       try {
         const report = await memory.cool()
         if (report.cooled > 0 || report.kept > 0) logger.info('cooling: %d block(s) distilled into facts, %d kept for a later try', report.cooled, report.kept)
+        // Scene refs decay (each at most once per half-life) and refs of replaced notes go (docs/scenes.md).
+        const decayed = memory.scenes.decay()
+        if (decayed.removed > 0) logger.info('scenes: %d ref(s) decayed below the floor or stale, removed', decayed.removed)
       } catch (error) {
         logger.warn('cooling tick failed (retried at the next one): %s', error instanceof Error ? error.message : String(error))
       } finally {

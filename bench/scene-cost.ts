@@ -1,0 +1,142 @@
+/**
+ * The per-turn cost of scenes on a store holding many of them (default 1,000 scenes and 100,000
+ * refs over 20,000 notes), against the lexical recall of the same store in the same run:
+ * - resolve: the situation of a human message (its topic words included) and the turn's scene
+ *   (one write transaction: join or evidence or creation);
+ * - card: the notes of the turn's scenes within the scope union, rendered;
+ * - union: the extra work of recall with the scene's notes merged in.
+ * Every figure is wall time and CPU time (`process.cpuUsage`, µs resolution) per turn.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createUserMessage } from '@deepseek-ai/dsh-llm'
+import { renderCard } from '../lib/kernel/scenes/card.ts'
+import { situationOf } from '../lib/kernel/scenes/features.ts'
+import { resolveTurn } from '../lib/kernel/scenes/resolve.ts'
+import { feature, newSituation } from '../lib/kernel/scenes/situation.ts'
+import { withSceneNotes } from '../lib/kernel/scenes/union.ts'
+import { recallBlocks } from '../lib/recall/recall.ts'
+import { BlockStore } from '../lib/store/store.ts'
+import { nowMs, percentile, round } from './stats.ts'
+
+/** Options of one measurement. */
+export interface SceneCostOptions {
+  scenes: number
+  refs: number
+  samples: number
+  log: (line: string) => void
+}
+
+const TOPICS = ['部署', '报销', '值班', '发布', '数据库', '网关', 'nginx', 'deploy', 'budget', 'lunch', 'invoice', 'review', '周报', '会议', '证书', '端口']
+
+const SYLLABLES = ['服务', '端口', '配置', '日志', '版本', '集群', '节点', '证书', '缓存', '队列', '权限', '备份', '监控', '告警', '域名', '镜像']
+
+/** A pseudo-word per number, so the notes' words spread like a real store's instead of sharing every term. */
+function word(n: number): string {
+  const letters = 'bcdfghjklmnprstvz'
+  let out = ''
+  for (let v = n + 17; out.length < 6; v = Math.floor(v / letters.length) + out.length * 31) out += letters[v % letters.length] + 'aeiou'[v % 5]!
+  return out
+}
+
+/** A small seeded generator (mulberry32), so every run measures the same store. */
+function random(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+function stats(wall: number[], cpu: number[]) {
+  return { p50_ms: round(percentile(wall, 50)), p99_ms: round(percentile(wall, 99)), cpu_p50_ms: round(percentile(cpu, 50)), cpu_p99_ms: round(percentile(cpu, 99)) }
+}
+
+/** Times `fn` once: wall ms and CPU ms. */
+function timed<T>(fn: () => T): { value: T, wall: number, cpu: number } {
+  const c = process.cpuUsage()
+  const t = nowMs()
+  const value = fn()
+  const wall = nowMs() - t
+  const used = process.cpuUsage(c)
+  return { value, wall, cpu: (used.user + used.system) / 1000 }
+}
+
+/** Builds the store and measures; returns the JSON section. */
+export async function measureSceneCost(options: SceneCostOptions) {
+  const dir = mkdtempSync(join(tmpdir(), 'stablemem-scene-cost-'))
+  const rand = random(20261201)
+  const store = new BlockStore(join(dir, 'scenes.db'))
+  try {
+    const notes = Math.max(1000, Math.min(20_000, options.refs / 5))
+    const ids: string[] = []
+    for (let i = 0; i < notes; i += 1000) {
+      const batch = []
+      for (let j = i; j < Math.min(notes, i + 1000); j++) batch.push({ text: `${TOPICS[j % TOPICS.length]} ${word(j)} ${word(j * 7 + 1)} ${SYLLABLES[j % SYLLABLES.length]}${SYLLABLES[(j >> 3) % SYLLABLES.length]} 第 ${j} 条` })
+      ids.push(...store.commitMany(batch).map((r) => r.id))
+    }
+    const scenes: Array<{ channel: string, group: string, topics: string[], key: string }> = []
+    const now = Date.now()
+    store.transaction(() => {
+      for (let i = 0; i < options.scenes; i++) {
+        const channel = `ch${i % 10}`
+        const group = `g${i}`
+        const topics = [TOPICS[i % TOPICS.length]!, TOPICS[(i * 7 + 3) % TOPICS.length]!]
+        const sig = newSituation([feature('group', group), feature('chan', channel), ...topics.map((w) => feature('topic', w)), feature('part', 'morning')])
+        const key = store.scenes.createEmergent(`auto:group:${group}_chan:${channel}`, sig, `x${i}`, now)
+        scenes.push({ channel, group, topics, key })
+      }
+      for (let r = 0; r < options.refs; r++) store.scenes.tag(scenes[r % scenes.length]!.key, ids[Math.floor(rand() * ids.length)]!, 0.5 + rand() / 2, now)
+    })
+    process.stderr.write(`built the scene cost store\n`)
+    options.log(`scene cost store: ${options.scenes} scenes, ${store.scenes.counts().refs} refs over ${notes} notes`)
+    const resolve = { wall: [] as number[], cpu: [] as number[] }
+    const card = { wall: [] as number[], cpu: [] as number[] }
+    const lexical = { wall: [] as number[], cpu: [] as number[] }
+    const union = { wall: [] as number[], cpu: [] as number[] }
+    const warmup = 20
+    for (let i = 0; i < options.samples + warmup; i++) {
+      const known = rand() < 0.8
+      const s = scenes[Math.floor(rand() * scenes.length)]!
+      const group = known ? s.group : `new${i}`
+      const text = `${s.topics[0]} 的事怎么处理，明天 ${s.topics[1]} 要开会`
+      const message = createUserMessage({ content: [{ type: 'text', text }], source: { kind: 'user', channel: s.channel, group } as never })
+      const r = timed(() => {
+        const { features, declared } = situationOf(message, { now: Date.now(), channel: '', timeZone: 'Asia/Shanghai' })
+        return resolveTurn(store.scenes, features, declared, Date.now())
+      })
+      const keys = [...new Set([...r.value.keys, ...r.value.similar])]
+      const c = timed(() => {
+        const refs = store.scenes.attached(keys, ['global'], 3)
+        return renderCard(keys[0] ?? '', refs.map((ref) => store.get(ref.blockId)?.text ?? ''), 600)
+      })
+      const l = timed(() => recallBlocks(store, text, { topK: 5, scopes: ['global'] }))
+      const u = timed(() => withSceneNotes(store, l.value, keys, ['global'], 5))
+      if (i < warmup) continue
+      resolve.wall.push(r.wall); resolve.cpu.push(r.cpu)
+      card.wall.push(c.wall); card.cpu.push(c.cpu)
+      lexical.wall.push(l.wall); lexical.cpu.push(l.cpu)
+      union.wall.push(u.wall); union.cpu.push(u.cpu)
+    }
+    const total = { wall: resolve.wall.map((w, i) => w + card.wall[i]!), cpu: resolve.cpu.map((w, i) => w + card.cpu[i]!) }
+    const result = {
+      scenes: options.scenes, refs: options.refs, notes, samples: options.samples,
+      resolve: stats(resolve.wall, resolve.cpu),
+      card: stats(card.wall, card.cpu),
+      resolve_and_card: stats(total.wall, total.cpu),
+      recall_lexical: stats(lexical.wall, lexical.cpu),
+      recall_union_extra: stats(union.wall, union.cpu),
+      ratio_p50_resolve_and_card_to_recall: round(percentile(total.wall, 50) / percentile(lexical.wall, 50)),
+    }
+    options.log(`  resolve + card: p50 ${result.resolve_and_card.p50_ms} ms, p99 ${result.resolve_and_card.p99_ms} ms (CPU p99 ${result.resolve_and_card.cpu_p99_ms} ms)`)
+    options.log(`  lexical recall of the same store: p50 ${result.recall_lexical.p50_ms} ms, p99 ${result.recall_lexical.p99_ms} ms; scene union adds p99 ${result.recall_union_extra.p99_ms} ms`)
+    return result
+  } finally {
+    store.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

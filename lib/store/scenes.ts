@@ -1,0 +1,385 @@
+import type { DatabaseSync, StatementSync } from 'node:sqlite'
+import { normalizeSceneKey, sceneLineage } from './scene-key.ts'
+
+/**
+ * Scene storage (docs/scenes.md): the scenes (declared or emergent), the features of emergent
+ * scenes, the evidence of fingerprints not yet a scene, and the refs that attach notes to scenes
+ * with a weight that decays. The mechanism (fingerprints, similarity, when to create) lives in
+ * `lib/kernel/scenes/`; this module only reads and writes rows, in the caller's transaction.
+ */
+
+/** What the scene table needs from the store that owns the connection. */
+export interface SceneTableDeps {
+  stmt(key: string, sql: string): StatementSync
+  transaction<T>(fn: () => T): T
+  now(): number
+  /** Changes whenever another connection wrote the file (`PRAGMA data_version`). */
+  dataVersion(): number
+}
+
+/** Where a scene came from: declared (config, commit, service) or emergent (seen twice). */
+export type SceneOrigin = 'declared' | 'emergent'
+
+/** A weighted feature of an emergent scene (`kind:value`). */
+export interface SceneFeature {
+  key: string
+  weight: number
+}
+
+/** One scene row. Times are ms since the epoch. */
+export interface SceneRow {
+  id: number
+  key: string
+  origin: SceneOrigin
+  strength: number
+  createdAt: number
+  updatedAt: number
+}
+
+/** An emergent scene with its features (the similarity space). */
+export interface EmergentScene extends SceneRow {
+  features: SceneFeature[]
+}
+
+/** A note attached to a scene. */
+export interface SceneRef {
+  blockId: string
+  /** The scene key it was found through (the heaviest ref's). */
+  scene: string
+  weight: number
+}
+
+/** What one decay pass did. */
+export interface DecayResult {
+  halved: number
+  removed: number
+}
+
+/** Counts for `stats()`. */
+export interface SceneCounts {
+  scenes: number
+  declared: number
+  emergent: number
+  refs: number
+  evidence: number
+}
+
+/** The migration's data step: normalise every stored `scene` value and declare its scene, with a ref per note. */
+export function migrateSceneColumn(db: DatabaseSync, now: number = Date.now()): void {
+  const rows = db.prepare("SELECT DISTINCT scene FROM blocks WHERE scene <> ''").all() as Array<{ scene: string }>
+  const update = db.prepare('UPDATE blocks SET scene = ? WHERE scene = ?')
+  const scene = db.prepare(`INSERT INTO scenes (key, origin, strength, created_at, updated_at)
+    SELECT ?1, 'declared', 1, coalesce(min(created_at), ?2), coalesce(max(updated_at), ?2) FROM blocks WHERE scene = ?1
+    ON CONFLICT(key) DO NOTHING`)
+  const refs = db.prepare(`INSERT INTO scene_refs (scene_id, block_id, weight, decayed_at, created_at)
+    SELECT s.id, b.id, 1, ?2, b.created_at FROM blocks b JOIN scenes s ON s.key = ?1 WHERE b.scene = ?1
+    ON CONFLICT DO NOTHING`)
+  const keys = new Set<string>()
+  for (const { scene: raw } of rows) {
+    const key = normalizeSceneKey(String(raw))
+    if (key !== raw) update.run(key, raw)
+    if (key !== '') keys.add(key)
+  }
+  for (const key of keys) {
+    scene.run(key, now)
+    refs.run(key, now)
+  }
+}
+
+const ROW = 'id, key, origin, strength, created_at, updated_at'
+
+function toRow(r: Record<string, unknown>): SceneRow {
+  return {
+    id: Number(r.id), key: String(r.key), origin: String(r.origin) as SceneOrigin, strength: Number(r.strength),
+    createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
+  }
+}
+
+/** The scene tables of one store. */
+export class SceneTable {
+  private readonly deps: SceneTableDeps
+  /** The emergent scenes and the data version they were read at (read on every human turn). */
+  private cache: { version: number, scenes: EmergentScene[] } | undefined
+  /**
+   * Reinforcements not written yet, by scene id: a recurring turn only counts (+1 strength, max
+   * feature weights, updated_at), and a write transaction per human turn would cost a sync of the
+   * file on the turn's path. They are applied to the cache at once and written by `flush` (the
+   * scene API schedules it a moment later; reads, decay and close flush first).
+   */
+  private readonly pending = new Map<number, { bump: number, updatedAt: number, features: Map<string, number> }>()
+
+  constructor(deps: SceneTableDeps) {
+    this.deps = deps
+  }
+
+  /** Runs `fn` in one transaction of the store (joined when one is open). */
+  transaction<T>(fn: () => T): T {
+    return this.deps.transaction(fn)
+  }
+
+  /** The scene with this (normalised) key, or undefined (pending reinforcements written first). */
+  byKey(key: string): SceneRow | undefined {
+    this.flush()
+    return this.rowByKey(key)
+  }
+
+  private rowByKey(key: string): SceneRow | undefined {
+    const row = this.deps.stmt('scene.byKey', `SELECT ${ROW} FROM scenes WHERE key = ?`).get(key)
+    return row === undefined ? undefined : toRow(row)
+  }
+
+  /**
+   * Declares `key`: created with strength 1, origin `declared`, if missing; an existing scene gains
+   * `bump` strength (0 for a commit's tag or a config entry, 1 for a turn that is in it). HologramAgent
+   * inserted with 1 and then added 1, counting the first sighting twice.
+   */
+  declare(key: string, bump: number, now: number = this.deps.now()): { row: SceneRow, created: boolean } {
+    this.flush()
+    const inserted = this.deps.stmt('scene.declare', `INSERT INTO scenes (key, origin, strength, created_at, updated_at)
+      VALUES (?, 'declared', 1, ?, ?) ON CONFLICT(key) DO NOTHING`).run(key, now, now)
+    const created = Number(inserted.changes) === 1
+    if (!created) this.deps.stmt('scene.bump', 'UPDATE scenes SET strength = strength + ?, updated_at = ? WHERE key = ?').run(bump, now, key)
+    this.invalidate()
+    return { row: this.byKey(key)!, created }
+  }
+
+  /** Every emergent scene with its features, from a cache that another connection's write invalidates. */
+  emergent(): EmergentScene[] {
+    const version = this.deps.dataVersion()
+    if (this.cache !== undefined && this.cache.version === version) return this.cache.scenes
+    const rows = this.deps.stmt('scene.emergent', `SELECT ${ROW} FROM scenes WHERE origin = 'emergent' ORDER BY id`).all().map(toRow)
+    const byId = new Map<number, EmergentScene>(rows.map((r) => [r.id, { ...r, features: [] }]))
+    for (const f of this.deps.stmt('scene.features', `SELECT f.scene_id, f.feature, f.weight FROM scene_features f
+      JOIN scenes s ON s.id = f.scene_id WHERE s.origin = 'emergent' ORDER BY f.weight DESC, f.feature`).all()) {
+      byId.get(Number(f.scene_id))?.features.push({ key: String(f.feature), weight: Number(f.weight) })
+    }
+    this.cache = { version, scenes: [...byId.values()] }
+    return this.cache.scenes
+  }
+
+  /**
+   * Counts one more turn in a scene without writing yet (see `pending`): `bump` strength, these
+   * features (max weight), updated now. Returns false when no such scene exists (nothing queued).
+   */
+  reinforceLater(key: string, features: readonly SceneFeature[], bump: number, now: number = this.deps.now()): boolean {
+    const row = this.rowByKey(key)
+    if (row === undefined) return false
+    let entry = this.pending.get(row.id)
+    if (entry === undefined) this.pending.set(row.id, entry = { bump: 0, updatedAt: now, features: new Map() })
+    entry.bump += bump
+    entry.updatedAt = Math.max(entry.updatedAt, now)
+    for (const f of features) entry.features.set(f.key, Math.max(entry.features.get(f.key) ?? 0, f.weight))
+    const cached = this.cache?.scenes.find((s) => s.id === row.id)
+    if (cached !== undefined) {
+      cached.strength += bump
+      cached.updatedAt = Math.max(cached.updatedAt, now)
+      // A new array, never an edit in place: callers may memoise per feature array.
+      const merged = new Map(cached.features.map((c) => [c.key, c.weight]))
+      for (const f of features) merged.set(f.key, Math.max(merged.get(f.key) ?? 0, f.weight))
+      if (merged.size !== cached.features.length || features.some((f) => f.weight > (cached.features.find((c) => c.key === f.key)?.weight ?? 0))) {
+        cached.features = [...merged].map(([key, weight]) => ({ key, weight })).sort((a, b) => b.weight - a.weight || (a.key < b.key ? -1 : 1))
+      }
+    }
+    return true
+  }
+
+  /** Whether reinforcements wait to be written. */
+  get hasPending(): boolean {
+    return this.pending.size > 0
+  }
+
+  /** Writes the pending reinforcements in one transaction; they stay queued if it fails. */
+  flush(): void {
+    if (this.pending.size === 0) return
+    const entries = [...this.pending]
+    this.deps.transaction(() => {
+      for (const [id, entry] of entries) {
+        this.upsertFeatures(id, [...entry.features].map(([key, weight]) => ({ key, weight })))
+        this.deps.stmt('scene.touch', 'UPDATE scenes SET strength = strength + ?, updated_at = max(updated_at, ?) WHERE id = ?').run(entry.bump, entry.updatedAt, id)
+      }
+    })
+    for (const [id] of entries) this.pending.delete(id)
+  }
+
+  /** Adds features to a scene (weight = max of old and new) and, with `bump`, strength; touches it. */
+  reinforce(id: number, features: readonly SceneFeature[], bump: number, now: number = this.deps.now()): void {
+    this.flush()
+    this.deps.transaction(() => {
+      this.upsertFeatures(id, features)
+      this.deps.stmt('scene.touch', 'UPDATE scenes SET strength = strength + ?, updated_at = max(updated_at, ?) WHERE id = ?').run(bump, now, id)
+    })
+    this.invalidate()
+  }
+
+  /** Counts one more sighting of a fingerprint label not yet a scene; returns the count. */
+  recordEvidence(label: string, now: number = this.deps.now()): number {
+    const row = this.deps.stmt('scene.evidence', `INSERT INTO situation_evidence (label, count, updated_at) VALUES (?, 1, ?)
+      ON CONFLICT(label) DO UPDATE SET count = count + 1, updated_at = excluded.updated_at RETURNING count`).get(label, now)
+    return Number(row!.count)
+  }
+
+  /** The pending count of one label (0 when none). */
+  evidence(label: string): number {
+    const row = this.deps.stmt('scene.evidenceOf', 'SELECT count FROM situation_evidence WHERE label = ?').get(label)
+    return row === undefined ? 0 : Number(row.count)
+  }
+
+  /**
+   * Creates an emergent scene named `base` (`.2`, `.3` … on collision, never `_N`, which
+   * normalisation could turn into another twin) with these features, and deletes the evidence of
+   * its own label only (HologramAgent's R5 wiped every bucket). Returns its key.
+   */
+  createEmergent(base: string, features: readonly SceneFeature[], label: string, now: number = this.deps.now()): string {
+    this.flush()
+    const key = this.deps.transaction(() => {
+      let candidate = base
+      for (let i = 2; this.rowByKey(candidate) !== undefined; i++) candidate = `${base}.${i}`
+      const inserted = this.deps.stmt('scene.create', `INSERT INTO scenes (key, origin, strength, created_at, updated_at)
+        VALUES (?, 'emergent', 1, ?, ?)`).run(candidate, now, now)
+      this.upsertFeatures(Number(inserted.lastInsertRowid), features)
+      this.deps.stmt('scene.clearEvidence', 'DELETE FROM situation_evidence WHERE label = ?').run(label)
+      return candidate
+    })
+    this.invalidate()
+    return key
+  }
+
+  /**
+   * Attaches a note to a scene (declared when it does not exist yet), inside the caller's
+   * transaction: weight = max(old, new), so a weaker tag never pushes a note down; `decayed_at` = now.
+   */
+  tag(key: string, blockId: string, weight: number, now: number = this.deps.now()): void {
+    if (this.rowByKey(key) === undefined) this.declare(key, 0, now)
+    this.deps.stmt('scene.tag', `INSERT INTO scene_refs (scene_id, block_id, weight, decayed_at, created_at)
+      SELECT id, ?2, ?3, ?4, ?4 FROM scenes WHERE key = ?1
+      ON CONFLICT(scene_id, block_id) DO UPDATE SET weight = max(weight, excluded.weight), decayed_at = excluded.decayed_at`).run(key, blockId, weight, now)
+    this.deps.stmt('scene.touchKey', 'UPDATE scenes SET updated_at = ? WHERE key = ?').run(now, key)
+  }
+
+  /**
+   * Current notes attached to any of `keys`: a scene matches a key when it is the key, a broader
+   * key above it (`chan:qq` for `chan:qq/group:group_1`), or a narrower one below it — compared as
+   * text (`substr`), never with `LIKE`, whose `_` wildcard made `peer:groupX1` match
+   * `peer:group_1` in HologramAgent. Only notes in one of `scopes` (all when undefined); heaviest
+   * first, then newest; at most `limit`.
+   */
+  attached(keys: readonly string[], scopes: readonly string[] | undefined, limit: number): SceneRef[] {
+    if (keys.length === 0 || limit <= 0) return []
+    const exact = new Set(keys.flatMap(sceneLineage))
+    // The matching scenes first (a scan of the scene rows, not of the refs), then their refs by index.
+    const ids = this.deps.stmt('scene.matching', `SELECT s.id FROM scenes s WHERE s.key IN (SELECT value FROM json_each(?1))
+      OR EXISTS (SELECT 1 FROM json_each(?2) k WHERE substr(s.key, 1, length(k.value) + 1) = k.value || '/')`)
+      .all(JSON.stringify([...exact]), JSON.stringify([...new Set(keys)])).map((r) => Number(r.id))
+    if (ids.length === 0) return []
+    const scoped = scopes !== undefined
+    const rows = this.deps.stmt(scoped ? 'scene.attachedScoped' : 'scene.attached', `SELECT r.block_id, max(r.weight) AS weight, s.key
+      FROM scene_refs r JOIN scenes s ON s.id = r.scene_id JOIN blocks b ON b.id = r.block_id
+      WHERE r.scene_id IN (SELECT value FROM json_each(?1)) AND b.superseded_by IS NULL
+        ${scoped ? 'AND EXISTS (SELECT 1 FROM memberships m WHERE m.block_rowid = b.rowid AND m.scope IN (SELECT value FROM json_each(?3)))' : ''}
+      GROUP BY r.block_id ORDER BY weight DESC, max(b.created_at) DESC, r.block_id LIMIT ?2`)
+      .all(JSON.stringify(ids), limit, ...(scoped ? [JSON.stringify(scopes)] : []))
+    return rows.map((r) => ({ blockId: String(r.block_id), weight: Number(r.weight), scene: String(r.key) }))
+  }
+
+  /**
+   * Decay (HologramAgent `DecaySceneRefs`, with its two fixes): a ref halves when it has not decayed
+   * for `halfLifeMs` and its scene was not updated within it — so each ref halves at most once
+   * per period however often the heartbeat runs — and refs below `floor` are deleted, as are refs
+   * of notes that were replaced (stale). Times are the store's clock (ms), never local time.
+   */
+  decay(halfLifeMs: number, floor: number, now: number = this.deps.now()): DecayResult {
+    if (!(halfLifeMs > 0)) return { halved: 0, removed: 0 }
+    this.flush()
+    const result = this.deps.transaction(() => {
+      const cutoff = now - halfLifeMs
+      const halved = this.deps.stmt('scene.decay', `UPDATE scene_refs SET weight = weight * 0.5, decayed_at = ?1
+        WHERE decayed_at <= ?2 AND scene_id IN (SELECT id FROM scenes WHERE updated_at <= ?2)`).run(now, cutoff)
+      const low = this.deps.stmt('scene.floor', 'DELETE FROM scene_refs WHERE weight < ?').run(floor)
+      const stale = this.deps.stmt('scene.stale', `DELETE FROM scene_refs WHERE block_id IN
+        (SELECT id FROM blocks WHERE superseded_by IS NOT NULL)`).run()
+      return { halved: Number(halved.changes), removed: Number(low.changes) + Number(stale.changes) }
+    })
+    if (result.halved + result.removed > 0) this.invalidate()
+    return result
+  }
+
+  /** Every scene, strongest first (ties: most recently updated, then key), with its ref count. */
+  list(): Array<SceneRow & { refs: number }> {
+    this.flush()
+    return this.deps.stmt('scene.list', `SELECT ${ROW}, (SELECT count(*) FROM scene_refs r WHERE r.scene_id = scenes.id) AS refs
+      FROM scenes ORDER BY strength DESC, updated_at DESC, key`).all().map((r) => ({ ...toRow(r), refs: Number(r.refs) }))
+  }
+
+  /** The stored features of one scene (emergent scenes have them; declared ones state theirs in the key). */
+  features(id: number): SceneFeature[] {
+    this.flush()
+    return this.deps.stmt('scene.featuresOf', 'SELECT feature, weight FROM scene_features WHERE scene_id = ? ORDER BY weight DESC, feature')
+      .all(id).map((r) => ({ key: String(r.feature), weight: Number(r.weight) }))
+  }
+
+  /** The refs of one scene exactly (no prefix), heaviest first. */
+  refs(id: number, limit: number): Array<{ blockId: string, weight: number, decayedAt: number }> {
+    return this.deps.stmt('scene.refsOf', `SELECT block_id, weight, decayed_at FROM scene_refs WHERE scene_id = ?
+      ORDER BY weight DESC, created_at DESC, block_id LIMIT ?`).all(id, limit)
+      .map((r) => ({ blockId: String(r.block_id), weight: Number(r.weight), decayedAt: Number(r.decayed_at) }))
+  }
+
+  /** How many notes one scene holds. */
+  refCount(id: number): number {
+    return Number(this.deps.stmt('scene.refCount', 'SELECT count(*) AS n FROM scene_refs WHERE scene_id = ?').get(id)!.n)
+  }
+
+  /** Counts for `stats()`. */
+  counts(): SceneCounts {
+    this.flush()
+    const row = this.deps.stmt('scene.counts', `SELECT
+      (SELECT count(*) FROM scenes WHERE origin = 'declared') AS declared,
+      (SELECT count(*) FROM scenes WHERE origin = 'emergent') AS emergent,
+      (SELECT count(*) FROM scene_refs) AS refs,
+      (SELECT count(*) FROM situation_evidence) AS evidence`).get()!
+    const [declared, emergent] = [Number(row.declared), Number(row.emergent)]
+    return { scenes: declared + emergent, declared, emergent, refs: Number(row.refs), evidence: Number(row.evidence) }
+  }
+
+  /**
+   * HologramAgent's R3: scenes whose keys normalise to the same key (rows written by an older
+   * release, or by hand) merge into the oldest: strength summed, features and refs unioned (max
+   * weight). Only exact equality of the normal form merges; idempotent. Returns how many merged.
+   */
+  dedupe(): number {
+    this.flush()
+    const rows = this.deps.stmt('scene.all', `SELECT ${ROW} FROM scenes ORDER BY id`).all().map(toRow)
+    const survivors = new Map<string, SceneRow>()
+    let merged = 0
+    this.deps.transaction(() => {
+      for (const row of rows) {
+        const key = normalizeSceneKey(row.key)
+        const survivor = survivors.get(key)
+        if (survivor === undefined) {
+          survivors.set(key, row)
+          if (key !== row.key && key !== '' && this.rowByKey(key) === undefined) this.deps.stmt('scene.rename', 'UPDATE scenes SET key = ? WHERE id = ?').run(key, row.id)
+          continue
+        }
+        this.deps.stmt('scene.mergeRefs', `INSERT INTO scene_refs (scene_id, block_id, weight, decayed_at, created_at)
+          SELECT ?1, block_id, weight, decayed_at, created_at FROM scene_refs WHERE scene_id = ?2
+          ON CONFLICT(scene_id, block_id) DO UPDATE SET weight = max(weight, excluded.weight)`).run(survivor.id, row.id)
+        this.upsertFeatures(survivor.id, this.features(row.id))
+        this.deps.stmt('scene.mergeStrength', 'UPDATE scenes SET strength = strength + ?, updated_at = max(updated_at, ?) WHERE id = ?').run(row.strength, row.updatedAt, survivor.id)
+        this.deps.stmt('scene.delete', 'DELETE FROM scenes WHERE id = ?').run(row.id)
+        merged++
+      }
+    })
+    if (merged > 0) this.invalidate()
+    return merged
+  }
+
+  private upsertFeatures(id: number, features: readonly SceneFeature[]): void {
+    const upsert = this.deps.stmt('scene.feature', `INSERT INTO scene_features (scene_id, feature, weight) VALUES (?, ?, ?)
+      ON CONFLICT(scene_id, feature) DO UPDATE SET weight = max(weight, excluded.weight)`)
+    for (const f of features) upsert.run(id, f.key, f.weight)
+  }
+
+  private invalidate(): void {
+    this.cache = undefined
+  }
+}
