@@ -84,3 +84,18 @@ t.test('edit, duplicate and forget', async (t) => {
   t.ok(store.get(dup.id), 'the marked duplicate stays')
   t.throws(() => CHANGES['/api/forget']!(api, { query: new URLSearchParams(), body: { ids: [] } }), /1 to 1000/)
 })
+
+t.test('the scenes view reads the store\'s scenes, and says when there are none', async (t) => {
+  const db = join(tempDir('stablemem-serve-api'), 'memory.db')
+  const store = new BlockStore(db)
+  t.teardown(() => store.close())
+  const api: ApiContext = { store, readOnly: true, config: resolveConfig(), csrf: '' }
+  const read = () => READS['/api/scenes']!(api, { query: new URLSearchParams(), body: undefined })
+  t.same(read(), { available: false }, 'a store without scenes has none to show')
+  store.commit({ text: '回这个群的消息不要用 Markdown', scene: 'chan:qq/group:group_1' })
+  store.commit({ text: 'billing runs on port 8499', scene: 'billing' })
+  const view = read() as { available: true, scenes: Array<{ key: string, notes: number, origin: string }> }
+  t.equal(view.available, true)
+  t.same(view.scenes.map((s) => [s.key, s.notes, s.origin]).sort(), [['billing', 1, 'declared'], ['chan:qq/group:group_1', 1, 'declared']],
+    'each scene a note was saved in, with its attached note')
+})

@@ -244,7 +244,8 @@ async function run(): Promise<void> {
     }
     const { page, context } = await open('en-US')
     await page.goto(`${server.url}#scenes`)
-    t.match(await page.locator('#scenes-empty').textContent(), 'This store has no scenes', 'the scenes seam says the store has none')
+    await rendered(page)
+    t.match(await page.locator('.notes .card strong').first().textContent(), 'billing', 'the scenes view lists the scene the billing note was saved in')
     await page.goto(`${server.url}#facts`)
     await rendered(page)
     t.match(await page.locator('.subject').first().textContent(), 'port=8499', 'the facts view shows the distilled fact')

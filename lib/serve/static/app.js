@@ -366,7 +366,7 @@ async function scenesView() {
   const scenes = await api('/api/scenes')
   if (!scenes.available) return [h('h2', {}, t('tabScenes')), h('p', { class: 'empty', id: 'scenes-empty' }, t('scenesEmpty')), h('p', { class: 'hint' }, t('scenesHint'))]
   return [h('h2', {}, t('tabScenes')), h('ul', { class: 'notes' }, scenes.scenes.map((s) => h('li', { class: 'card' },
-    h('div', { class: 'meta' }, h('strong', {}, s.key), h('span', { class: 'badge' }, `${s.notes}`), h('span', { class: 'badge' }, s.strength.toFixed(2))),
+    h('div', { class: 'meta' }, h('strong', {}, s.key), h('span', { class: 'badge' }, `${s.notes}`), h('span', { class: 'badge' }, s.origin), h('span', { class: 'badge' }, String(s.strength))),
     h('p', { class: 'hint' }, s.features.join(', ')))))]
 }
 
