@@ -139,8 +139,9 @@ export class SceneTable {
       VALUES (?, 'declared', 1, ?, ?) ON CONFLICT(key) DO NOTHING`).run(key, now, now)
     const created = Number(inserted.changes) === 1
     if (!created) this.deps.stmt('scene.bump', 'UPDATE scenes SET strength = strength + ?, updated_at = ? WHERE key = ?').run(bump, now, key)
-    this.invalidate()
-    return { row: this.byKey(key)!, created }
+    const row = this.byKey(key)!
+    if (row.origin === 'emergent') this.refreshCached(row.id) // a declared scene is not in the cache
+    return { row, created }
   }
 
   /** Every emergent scene with its features, from a cache that another connection's write invalidates. */
@@ -208,7 +209,7 @@ export class SceneTable {
       this.upsertFeatures(id, features)
       this.deps.stmt('scene.touch', 'UPDATE scenes SET strength = strength + ?, updated_at = max(updated_at, ?) WHERE id = ?').run(bump, now, id)
     })
-    this.invalidate()
+    this.refreshCached(id)
   }
 
   /** Counts one more sighting of a fingerprint label not yet a scene; returns the count. */
@@ -240,7 +241,7 @@ export class SceneTable {
       this.deps.stmt('scene.clearEvidence', 'DELETE FROM situation_evidence WHERE label = ?').run(label)
       return candidate
     })
-    this.invalidate()
+    this.refreshCached(this.rowByKey(key)!.id)
     return key
   }
 
@@ -381,5 +382,25 @@ export class SceneTable {
 
   private invalidate(): void {
     this.cache = undefined
+  }
+
+  /**
+   * Brings one emergent scene of the cache up to date after this connection wrote it (its own
+   * writes do not move `data_version`). Rebuilding the whole cache instead cost every new
+   * situation a read of every emergent scene and its features (≈ 30 ms at 1,000 scenes).
+   */
+  private refreshCached(id: number): void {
+    if (this.cache === undefined) return
+    const found = this.deps.stmt('scene.byId', `SELECT ${ROW} FROM scenes WHERE id = ?`).get(id)
+    const at = this.cache.scenes.findIndex((scene) => scene.id === id)
+    if (found === undefined || String(found.origin) !== 'emergent') {
+      if (at >= 0) this.cache.scenes.splice(at, 1)
+      return
+    }
+    const features = this.deps.stmt('scene.featuresOf', 'SELECT feature, weight FROM scene_features WHERE scene_id = ? ORDER BY weight DESC, feature')
+      .all(id).map((f) => ({ key: String(f.feature), weight: Number(f.weight) }))
+    const scene: EmergentScene = { ...toRow(found), features }
+    if (at >= 0) this.cache.scenes[at] = scene
+    else this.cache.scenes.push(scene) // ids grow, and the cache is in id order
   }
 }
