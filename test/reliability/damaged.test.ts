@@ -149,7 +149,8 @@ t.test('damage found after a clean open disables memory once, with the reason', 
   const fd = openSync(path, 'r+')
   writeSync(fd, Buffer.alloc(Math.floor(size / 3), 0xab), 0, Math.floor(size / 3), Math.floor(size / 3))
   closeSync(fd)
-  const raw = (() => { try { bare.count(); return undefined } catch (error) { return error } })()
+  // `stats()` walks every block (`count()` reads one maintained row and would not reach the damage).
+  const raw = (() => { try { bare.stats(); return undefined } catch (error) { return error } })()
   t.ok(raw instanceof Error && !(raw instanceof StableMemError), 'mutation check: unguarded, a raw SQLite error would reach the agent loop')
   await h.turn('note 1500 billing 服务端口 9500 部署在哪里？负责人是谁')
   await h.turn('还有 10.3.7.9 吗')
