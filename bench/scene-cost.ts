@@ -17,6 +17,7 @@ import { resolveTurn } from '../lib/kernel/scenes/resolve.ts'
 import { feature, newSituation } from '../lib/kernel/scenes/situation.ts'
 import { withSceneNotes } from '../lib/kernel/scenes/union.ts'
 import { recallBlocks } from '../lib/recall/recall.ts'
+import { rng } from './corpus.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { nowMs, percentile, round } from './stats.ts'
 
@@ -40,18 +41,6 @@ function word(n: number): string {
   return out
 }
 
-/** A small seeded generator (mulberry32), so every run measures the same store. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 function stats(wall: number[], cpu: number[]) {
   return { p50_ms: round(percentile(wall, 50)), p99_ms: round(percentile(wall, 99)), cpu_p50_ms: round(percentile(cpu, 50)), cpu_p99_ms: round(percentile(cpu, 99)) }
 }
@@ -69,7 +58,7 @@ function timed<T>(fn: () => T): { value: T, wall: number, cpu: number } {
 /** Builds the store and measures; returns the JSON section. */
 export async function measureSceneCost(options: SceneCostOptions) {
   const dir = mkdtempSync(join(tmpdir(), 'stablemem-scene-cost-'))
-  const rand = random(20261201)
+  const rand = rng(20261201)
   const store = new BlockStore(join(dir, 'scenes.db'))
   try {
     const notes = Math.max(1000, Math.min(20_000, options.refs / 5))
