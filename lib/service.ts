@@ -321,7 +321,7 @@ export class StableMem extends Service {
       const answer = await team
       if (answer !== undefined && 'result' in answer) hits = mergeTeamHits(hits, answer.result, clampTopK(topK))
       const scenes = sceneKeys.length > 0 && !isAbstention(hits)
-        ? withSceneNotes(store, hits, sceneKeys, scopes, inject ? (options.topK ?? this.config.topK) : (options.topK ?? 5))
+        ? withSceneNotes(store, hits, sceneKeys, scopes, topK ?? 5)
         : undefined
       if (scenes !== undefined) hits = keepMarks(hits, scenes.hits)
       if (inject && !isAbstention(hits)) {
