@@ -15,7 +15,7 @@ export class SignCodes {
   private rows = 0
   private split: Float32Array
   private splitRows = 0
-  private distances = new Uint16Array(0)
+  private distances = new Uint32Array(0)
 
   constructor(dims: number) {
     this.dims = dims
@@ -60,7 +60,7 @@ export class SignCodes {
     if (pool >= n) return Int32Array.from({ length: n }, (_, r) => r)
     const q = new Int32Array(words)
     this.encode(query, 0, q, 0)
-    if (this.distances.length < n) this.distances = new Uint16Array(this.codes.length / words)
+    if (this.distances.length < n) this.distances = new Uint32Array(this.codes.length / words)
     const distances = this.distances
     const codes = this.codes
     const histogram = new Int32Array(this.dims + 1)
