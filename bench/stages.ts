@@ -16,7 +16,7 @@
  * The stage overhead is `noops` against `plugin`, CPU time per turn (wall time is reported too,
  * but on a shared machine it mostly measures waiting for a core). The stated p50 and p99 are of
  * the GC-charged CPU (see `charged`): a collection is charged to the turns by what they allocated
- * rather than to the one it happened to fall in. Raw process CPU, and the turns that saw no GC
+ * rather than to the one it happened to fall in, which leaves the percentile. Raw process CPU, and the turns that saw no GC
  * pause, are reported beside it, each with its control. The default of 1,000 turns per loop puts
  * ten samples above each p99.
  * `--compare <dir>/lib/index.ts` adds a loop, `compare`, with another build of the plugin
@@ -202,38 +202,40 @@ function gcIn(start: number, end: number): number {
 }
 
 /**
- * Each turn's CPU with garbage collection charged by what the turn allocated instead of where a
- * collection happened to fall: the process CPU of the turn minus the main-thread GC pauses inside
- * it, plus the bytes it allocated times the run's pause time per allocated byte. A collection
- * lands on whichever turn fills the heap, so a handful of pauses of 2–50 ms decide the raw p99 of
- * either arm; charged by allocation, a handler that allocates still pays for its share. (A turn
- * with a pause inside has no usable heap growth and is charged its arm's median allocation.
- * V8's concurrent marking and sweeping on other threads stay in the turn they fell in.)
+ * The CPU of each turn that saw no main-thread GC pause, plus what collection costs per byte
+ * times the bytes the turn allocated. A collection lands on whichever turn fills the heap, so a
+ * handful of pauses of 2–50 ms decide the raw p99 of either arm however little the handlers
+ * allocate; here those turns leave the percentile, and their cost comes back spread by
+ * allocation, so a handler that allocates still pays its share. V8's concurrent marking and
+ * sweeping on other threads stay in the turn they fell in.
  */
 function charged(xs: readonly Sample[], rate: number): number[] {
-  const typical = typicalGrowth(xs)
-  return xs.map((t) => {
-    const pause = gcIn(t.start, t.end)
-    return Math.max(0, t.cpu - pause) + (pause === 0 ? Math.max(0, t.grown) : typical) * rate
-  })
+  return xs.filter((t) => gcIn(t.start, t.end) === 0).map((t) => t.cpu + Math.max(0, t.grown) * rate)
 }
 
-/** The median heap growth of the turns that saw no pause. */
+/** The median heap growth of the turns that saw no pause (a turn with one has no usable growth). */
 function typicalGrowth(xs: readonly Sample[]): number {
   const clean = xs.filter((t) => gcIn(t.start, t.end) === 0).map((t) => Math.max(0, t.grown))
   return clean.length > 0 ? percentile(clean, 50) : 0
 }
 
-/** Main-thread GC pause time per allocated byte over the given arms (which share one heap). */
+/**
+ * What collection costs per allocated byte, in CPU ms, over arms that share one heap: the CPU the
+ * turns with a pause used beyond their arm's median turn without one, over the bytes all turns
+ * allocated. CPU rather than the pauses' own durations, which are wall time and, on a busy
+ * machine, include waiting for a core.
+ */
 function gcRate(arms: ReadonlyArray<readonly Sample[]>): number {
   let cost = 0
   let bytes = 0
   for (const xs of arms) {
+    const clean = xs.filter((t) => gcIn(t.start, t.end) === 0)
+    const median = clean.length > 0 ? percentile(clean.map((t) => t.cpu), 50) : 0
     const typical = typicalGrowth(xs)
     for (const t of xs) {
-      const pause = gcIn(t.start, t.end)
-      cost += pause
-      bytes += pause === 0 ? Math.max(0, t.grown) : typical
+      const paused = gcIn(t.start, t.end) > 0
+      if (paused) cost += Math.max(0, t.cpu - median)
+      bytes += paused ? typical : Math.max(0, t.grown)
     }
   }
   return bytes > 0 ? cost / bytes : 0
@@ -277,7 +279,7 @@ const result = {
   paired_overhead_p50_ms: round(percentile(paired(noops.charged, plain.charged), 50)),
   paired_overhead_p99_ms: round(percentile(paired(noops.charged, plain.charged), 99)),
   paired_control_p99_ms: round(percentile(paired(control.charged, plain.charged), 99)),
-  // The same on turns that saw no GC pause at all, and raw on every turn.
+  // Turns that saw no GC pause, uncharged; and raw on every turn.
   gc_free_overhead_p50_ms: diff(50, noops.clean, plain.clean),
   gc_free_overhead_p99_ms: diff(99, noops.clean, plain.clean),
   gc_free_control_p99_ms: diff(99, control.clean, plain.clean),
