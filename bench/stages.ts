@@ -38,6 +38,7 @@ import type { Agent } from '@deepseek-ai/dsh-agent'
 import * as plugin from '../lib/index.ts'
 import { STAGES } from '../lib/index.ts'
 import { StageHost } from '../lib/kernel/stages/host.ts'
+import { untraced } from '../lib/plugin/untraced.ts'
 import { ScriptedAdapter, reply, toolCall, userMessage } from '../test/helpers/harness.ts'
 import { PerformanceObserver } from 'node:perf_hooks'
 import { getHeapStatistics } from 'node:v8'
@@ -113,7 +114,7 @@ async function loop(label: string, withPlugin: boolean, module: typeof plugin = 
 const noopsLoop = await loop('noops', true)
 // Registered once, as a plugin registers its handlers at start-up.
 for (const stage of STAGES) for (let i = 0; i < NOOPS_PER_STAGE; i++) noopsLoop.ctx.stablemem.stages.on(stage, () => undefined)
-const all: Loop[] = [await loop('bare', false), await loop('plugin', true), noopsLoop, await loop('control', true)]
+const all: Array<Loop & { ctx: Context }> = [await loop('bare', false), await loop('plugin', true), noopsLoop, await loop('control', true)]
 if (args.compare !== undefined) all.push(await loop('compare', true, await import(pathToFileURL(resolve(args.compare)).href) as typeof plugin))
 // `--only <arm>` runs one arm alone, for `node --cpu-prof` (docs/benchmarks.md, "A whole turn").
 const loops = args.only === undefined ? all : all.filter((l) => l.label === args.only)
@@ -129,6 +130,7 @@ for (let i = 0; i < WARMUP + TURNS; i++) {
   }
 }
 const pauses = await gc.stop()
+const calls = args.only === undefined ? serviceCalls(all[1]!.ctx) : undefined
 for (const l of all) await l.dispose()
 if (args.only !== undefined) {
   // The timed turns on the clock of V8's CPU profile (monotonic µs), for bench/turn-profile.ts.
@@ -170,6 +172,25 @@ async function hostOnly(turns: number): Promise<number[]> {
   return samples
 }
 const host = summary(await hostOnly(TURNS * 10))
+
+/**
+ * What one call of a service method costs the plugin's code, in µs of CPU (20,000 calls of
+ * `unavailableReason()`, a field read): resolving `ctx.stablemem` and calling through it, calling
+ * a kept reference to the traced service, and calling the object itself (`untraced`, as the
+ * plugin's per-turn paths do; docs/benchmarks.md, "A whole turn").
+ */
+function serviceCalls(ctx: Context): { via_ctx_us: number, traced_us: number, untraced_us: number } {
+  const n = 20_000
+  const time = (fn: () => unknown): number => {
+    const start = cpuMs()
+    for (let i = 0; i < n; i++) fn()
+    return round((cpuMs() - start) * 1000 / n)
+  }
+  const traced = ctx.stablemem
+  const raw = untraced(traced)
+  time(() => raw.unavailableReason()) // warm-up
+  return { via_ctx_us: time(() => ctx.stablemem.unavailableReason()), traced_us: time(() => traced.unavailableReason()), untraced_us: time(() => raw.unavailableReason()) }
+}
 
 /** Main-thread GC pauses seen by `perf_hooks` while the turns ran ([start, end] on the `performance.now()` clock). */
 function gcPauses(): { stop(): Promise<Array<[number, number]>> } {
@@ -290,6 +311,7 @@ const result = {
   gc_ms_per_turn_plugin: round(plain.gcMean), gc_ms_per_turn_noops: round(noops.gcMean),
   gc_ms_per_mb: round(rate * 2 ** 20), alloc_kb_plugin_p50: round(plain.bytes / 1024, 1), alloc_kb_noops_p50: round(noops.bytes / 1024, 1),
   host_turn_p50_ms: host.p50_ms,
+  service_call_via_ctx_us: calls!.via_ctx_us, service_call_traced_us: calls!.traced_us, service_call_untraced_us: calls!.untraced_us,
   host_turn_p99_ms: host.p99_ms,
   cpu_bare_p50_ms: round(percentile(bare.cpu, 50)),
   cpu_bare_p99_ms: round(percentile(bare.cpu, 99)),
@@ -318,5 +340,6 @@ if (!args.json) {
   console.log(`stage overhead (${NOOPS_PER_STAGE} no-op handlers × ${STAGES.length} stages, CPU, GC charged by allocation): p50 ${result.stage_overhead_p50_ms} ms, p99 ${result.stage_overhead_p99_ms} ms (control, no handlers on either side: p50 ${result.control_p50_ms} ms, p99 ${result.control_p99_ms} ms)`)
   console.log(`raw CPU, every turn: p99 ${result.raw_overhead_p99_ms} ms (control ${result.raw_control_p99_ms} ms); turns without GC: p99 ${result.gc_free_overhead_p99_ms} ms (control ${result.gc_free_control_p99_ms} ms)`)
   console.log(`the stage host alone, per turn: p50 ${host.p50_ms} ms, p99 ${host.p99_ms} ms`)
+  console.log(`one service call: through ctx.stablemem ${calls!.via_ctx_us} µs, through the traced service ${calls!.traced_us} µs, on the object itself ${calls!.untraced_us} µs`)
 }
 console.log(JSON.stringify(result))
