@@ -11,6 +11,7 @@ import { originLabel } from './origin.ts'
 import { renderAbstention, renderRecall } from './render.ts'
 import { teamLabel } from './team-label.ts'
 import { placeOf } from './session-place.ts'
+import { untraced } from './untraced.ts'
 
 /**
  * Registers the per-turn recall: on the first step of a turn, after everything downstream has
@@ -24,12 +25,12 @@ import { placeOf } from './session-place.ts'
 export function registerPreStep(ctx: Context, config: Config, pluginName: string, agents: AgentScope = 'all'): void {
   const allow = new Set(config.querySources)
   const logger = ctx.logger('stablemem')
+  const service = untraced(ctx.stablemem) // called on every turn: not through cordis's tracing proxy (untraced.ts)
   const recall = async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
     const decision = await next()
     if (decision.kind !== 'enter' || payload.step !== 1 || !config.inject) return decision
     const query = queryFromBatch(decision.messages, allow, pluginName)
     if (query === '') return decision
-    const service = ctx.stablemem
     if (service.unavailableReason() !== undefined) return decision // memory is off; the context line says why
     let text: string
     try {
