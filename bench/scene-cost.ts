@@ -55,32 +55,51 @@ function timed<T>(fn: () => T): { value: T, wall: number, cpu: number } {
   return { value, wall, cpu: (used.user + used.system) / 1000 }
 }
 
+/** A store built for the scene cost: its scenes (as the bench's turns address them) and note count. */
+export interface SceneCostStore {
+  store: BlockStore
+  scenes: Array<{ channel: string, group: string, topics: string[], key: string }>
+  notes: number
+}
+
+/**
+ * Fills the store at `path` with `scenes` emergent scenes (one group each, on ten channels, two
+ * topics and a part of day) and ≈ `refs` refs over `refs / 5` notes (1,000–20,000). Each scene's
+ * own declared key (`chan:…/group:…`) exists too, as it does in a store that saw the situation:
+ * its first sighting declared it, the second created the emergent scene.
+ */
+export function buildSceneStore(path: string, options: { scenes: number, refs: number }, rand: () => number): SceneCostStore {
+  const store = new BlockStore(path)
+  const notes = Math.max(1000, Math.min(20_000, options.refs / 5))
+  const ids: string[] = []
+  for (let i = 0; i < notes; i += 1000) {
+    const batch = []
+    for (let j = i; j < Math.min(notes, i + 1000); j++) batch.push({ text: `${TOPICS[j % TOPICS.length]} ${word(j)} ${word(j * 7 + 1)} ${SYLLABLES[j % SYLLABLES.length]}${SYLLABLES[(j >> 3) % SYLLABLES.length]} 第 ${j} 条` })
+    ids.push(...store.commitMany(batch).map((r) => r.id))
+  }
+  const scenes: SceneCostStore['scenes'] = []
+  const now = Date.now()
+  store.transaction(() => {
+    for (let i = 0; i < options.scenes; i++) {
+      const channel = `ch${i % 10}`
+      const group = `g${i}`
+      const topics = [TOPICS[i % TOPICS.length]!, TOPICS[(i * 7 + 3) % TOPICS.length]!]
+      const sig = newSituation([feature('group', group), feature('chan', channel), ...topics.map((w) => feature('topic', w)), feature('part', 'morning')])
+      store.scenes.declare(`chan:${channel}/group:${group}`, 0, now)
+      const key = store.scenes.createEmergent(`auto:group:${group}_chan:${channel}`, sig, `x${i}`, now)
+      scenes.push({ channel, group, topics, key })
+    }
+    for (let r = 0; r < options.refs; r++) store.scenes.tag(scenes[r % scenes.length]!.key, ids[Math.floor(rand() * ids.length)]!, 0.5 + rand() / 2, now)
+  })
+  return { store, scenes, notes }
+}
+
 /** Builds the store and measures; returns the JSON section. */
 export async function measureSceneCost(options: SceneCostOptions) {
   const dir = mkdtempSync(join(tmpdir(), 'stablemem-scene-cost-'))
   const rand = rng(20261201)
-  const store = new BlockStore(join(dir, 'scenes.db'))
+  const { store, scenes, notes } = buildSceneStore(join(dir, 'scenes.db'), options, rand)
   try {
-    const notes = Math.max(1000, Math.min(20_000, options.refs / 5))
-    const ids: string[] = []
-    for (let i = 0; i < notes; i += 1000) {
-      const batch = []
-      for (let j = i; j < Math.min(notes, i + 1000); j++) batch.push({ text: `${TOPICS[j % TOPICS.length]} ${word(j)} ${word(j * 7 + 1)} ${SYLLABLES[j % SYLLABLES.length]}${SYLLABLES[(j >> 3) % SYLLABLES.length]} 第 ${j} 条` })
-      ids.push(...store.commitMany(batch).map((r) => r.id))
-    }
-    const scenes: Array<{ channel: string, group: string, topics: string[], key: string }> = []
-    const now = Date.now()
-    store.transaction(() => {
-      for (let i = 0; i < options.scenes; i++) {
-        const channel = `ch${i % 10}`
-        const group = `g${i}`
-        const topics = [TOPICS[i % TOPICS.length]!, TOPICS[(i * 7 + 3) % TOPICS.length]!]
-        const sig = newSituation([feature('group', group), feature('chan', channel), ...topics.map((w) => feature('topic', w)), feature('part', 'morning')])
-        const key = store.scenes.createEmergent(`auto:group:${group}_chan:${channel}`, sig, `x${i}`, now)
-        scenes.push({ channel, group, topics, key })
-      }
-      for (let r = 0; r < options.refs; r++) store.scenes.tag(scenes[r % scenes.length]!.key, ids[Math.floor(rand() * ids.length)]!, 0.5 + rand() / 2, now)
-    })
     process.stderr.write(`built the scene cost store\n`)
     options.log(`scene cost store: ${options.scenes} scenes, ${store.scenes.counts().refs} refs over ${notes} notes`)
     const resolve = { wall: [] as number[], cpu: [] as number[] }
@@ -105,6 +124,8 @@ export async function measureSceneCost(options: SceneCostOptions) {
       })
       const l = timed(() => recallBlocks(store, text, { topK: 5, scopes: ['global'] }))
       const u = timed(() => withSceneNotes(store, l.value, keys, ['global'], 5))
+      // What the scene API does a moment after the turn, off its path: the counted sightings are written.
+      store.scenes.flush()
       if (i < warmup) continue
       resolve.wall.push(r.wall); resolve.cpu.push(r.cpu)
       card.wall.push(c.wall); card.cpu.push(c.cpu)
