@@ -46,6 +46,8 @@ export interface EmergentScene extends SceneRow {
 /** A note attached to a scene. */
 export interface SceneRef {
   blockId: string
+  /** The note's text. */
+  text: string
   /** The scene key it was found through (the heaviest ref's). */
   scene: string
   weight: number
@@ -221,12 +223,22 @@ export class SceneTable {
   reinforceLater(key: string, features: readonly SceneFeature[], bump: number, now: number = this.deps.now()): boolean {
     const row = this.rowByKey(key)
     if (row === undefined) return false
-    let entry = this.pending.get(row.id)
-    if (entry === undefined) this.pending.set(row.id, entry = { bump: 0, updatedAt: now, features: new Map() })
+    this.reinforceIdLater(row.id, features, bump, now)
+    return true
+  }
+
+  /** `reinforceLater` of a scene the caller has just read (`emergent`), without looking its key up again. */
+  reinforceSceneLater(scene: SceneRow, features: readonly SceneFeature[], bump: number, now: number = this.deps.now()): void {
+    this.reinforceIdLater(scene.id, features, bump, now)
+  }
+
+  private reinforceIdLater(id: number, features: readonly SceneFeature[], bump: number, now: number): void {
+    let entry = this.pending.get(id)
+    if (entry === undefined) this.pending.set(id, entry = { bump: 0, updatedAt: now, features: new Map() })
     entry.bump += bump
     entry.updatedAt = Math.max(entry.updatedAt, now)
     for (const f of features) entry.features.set(f.key, Math.max(entry.features.get(f.key) ?? 0, f.weight))
-    const cached = this.cache?.byId.get(row.id)
+    const cached = this.cache?.byId.get(id)
     if (cached !== undefined) {
       cached.strength += bump
       cached.updatedAt = Math.max(cached.updatedAt, now)
@@ -238,7 +250,6 @@ export class SceneTable {
         this.changed(cached.id)
       }
     }
-    return true
   }
 
   /** Whether reinforcements wait to be written. */
@@ -367,7 +378,7 @@ export class SceneTable {
     }
     if (scenes.size === 0) return []
     const scoped = scopes !== undefined
-    const top = this.deps.stmt(scoped ? 'scene.topScoped' : 'scene.top', `SELECT r.block_id, r.weight, r.created_at
+    const top = this.deps.stmt(scoped ? 'scene.topScoped' : 'scene.top', `SELECT r.block_id, r.weight, r.created_at, b.text
       FROM scene_refs r JOIN blocks b ON b.id = r.block_id
       WHERE r.scene_id = ?1 AND b.superseded_by IS NULL
         ${scoped ? 'AND EXISTS (SELECT 1 FROM memberships m WHERE m.block_rowid = b.rowid AND m.scope IN (SELECT value FROM json_each(?3)))' : ''}
@@ -375,15 +386,15 @@ export class SceneTable {
     const scopeList = scoped ? [JSON.stringify(scopes)] : []
     const rows: Array<SceneRef & { at: number }> = []
     for (const [id, key] of scenes) {
-      for (const r of top.all(id, limit, ...scopeList)) rows.push({ blockId: String(r.block_id), weight: Number(r.weight), at: Number(r.created_at), scene: key })
+      for (const r of top.all(id, limit, ...scopeList)) rows.push({ blockId: String(r.block_id), text: String(r.text), weight: Number(r.weight), at: Number(r.created_at), scene: key })
     }
     rows.sort((a, b) => b.weight - a.weight || b.at - a.at || (a.blockId < b.blockId ? -1 : a.blockId > b.blockId ? 1 : 0))
     const seen = new Set<string>()
     const out: SceneRef[] = []
-    for (const { blockId, weight, scene } of rows) {
+    for (const { blockId, text, weight, scene } of rows) {
       if (seen.has(blockId)) continue
       seen.add(blockId)
-      out.push({ blockId, weight, scene })
+      out.push({ blockId, text, weight, scene })
       if (out.length === limit) break
     }
     return out

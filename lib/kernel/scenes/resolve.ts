@@ -73,7 +73,7 @@ export function resolveTurn(table: SceneTable, sig: readonly Feature[], declared
   turn.similar = similar
   let key: string | undefined
   if (best !== undefined) {
-    table.reinforceLater(best.key, sig, 1, now)
+    table.reinforceSceneLater(best, sig, 1, now)
     key = best.key
   } else {
     const bucket = label(sig)
