@@ -137,7 +137,7 @@ export class SceneTable {
 
   /** The scene with this (normalised) key, or undefined (pending reinforcements written first). */
   byKey(key: string): SceneRow | undefined {
-    this.flush()
+    this.flushForRead()
     return this.rowByKey(key)
   }
 
@@ -275,6 +275,18 @@ export class SceneTable {
     for (const [id] of entries) this.pending.delete(id)
     for (const [key] of declared) this.pendingDeclared.delete(key)
     for (const [label] of evidence) this.pendingEvidence.delete(label)
+  }
+
+  /**
+   * `flush` before a read, which must not fail with it: on a full disk the counts stay queued
+   * (written by a later flush) and the read shows what is stored — a late count, never a failed read.
+   */
+  private flushForRead(): void {
+    try {
+      this.flush()
+    } catch {
+      // Still queued; see above.
+    }
   }
 
   /** Adds features to a scene (weight = max of old and new) and, with `bump`, strength; touches it. */
@@ -430,14 +442,14 @@ export class SceneTable {
 
   /** Every scene, strongest first (ties: most recently updated, then key), with its ref count. */
   list(): Array<SceneRow & { refs: number }> {
-    this.flush()
+    this.flushForRead()
     return this.deps.stmt('scene.list', `SELECT ${ROW}, (SELECT count(*) FROM scene_refs r WHERE r.scene_id = scenes.id) AS refs
       FROM scenes ORDER BY strength DESC, updated_at DESC, key`).all().map((r) => ({ ...toRow(r), refs: Number(r.refs) }))
   }
 
   /** The stored features of one scene (emergent scenes have them; declared ones state theirs in the key). */
   features(id: number): SceneFeature[] {
-    this.flush()
+    this.flushForRead()
     return this.deps.stmt('scene.featuresOf', 'SELECT feature, weight FROM scene_features WHERE scene_id = ? ORDER BY weight DESC, feature')
       .all(id).map((r) => ({ key: String(r.feature), weight: Number(r.weight) }))
   }
@@ -456,7 +468,7 @@ export class SceneTable {
 
   /** Counts for `stats()`. */
   counts(): SceneCounts {
-    this.flush()
+    this.flushForRead()
     const row = this.deps.stmt('scene.counts', `SELECT
       (SELECT count(*) FROM scenes WHERE origin = 'declared') AS declared,
       (SELECT count(*) FROM scenes WHERE origin = 'emergent') AS emergent,
