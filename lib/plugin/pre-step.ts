@@ -5,6 +5,7 @@ import type { Config } from '../config.ts'
 import { queryFromBatch } from './query-source.ts'
 import { preStepAsPreAction, type PreStepPayload } from '../kernel/stages/adapt.ts'
 import type { AgentScope } from '../kernel/stages/types.ts'
+import { withoutCardNotes } from '../kernel/scenes/union.ts'
 import { abstentionOf } from '../recall/abstain.ts'
 import { isQuestion } from '../text/question.ts'
 import { originLabel } from './origin.ts'
@@ -38,7 +39,9 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
       // the session's view: its workspace's notes, its preset's, and global ones; never another workspace's.
       // The notes of the turn's scene join them (docs/scenes.md), within the same view.
       const scenes = service.scenes.readKeys(String(payload.agent.id))
-      const hits = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scenes, scope: placeOf(payload.agent) })
+      const found = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scenes, scope: placeOf(payload.agent) })
+      // A convention the turn's scene card already shows is not quoted again (docs/scenes.md).
+      const hits = withoutCardNotes(found, service.scenes.cardNotes(String(payload.agent.id), payload.turn))
       const abstention = abstentionOf(hits)
       if (abstention !== undefined) {
         // The notice answers a question about a store that holds notes; after a statement, or
