@@ -109,14 +109,14 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
   const dryRun = options.dryRun ?? false
   const origin = checkOrigin(options.origin ?? '')
   const { db } = host
-  // Keyed by rowid, the order the notes are read and deleted in; the id lookups below build their own index.
-  db.exec('CREATE TEMP TABLE IF NOT EXISTS stablemem_forget (rid INTEGER PRIMARY KEY, id TEXT NOT NULL)')
+  // Keyed by rowid, the order the notes are read and deleted in; the index on id serves every `IN (SELECT id …)` below.
+  db.exec('CREATE TEMP TABLE IF NOT EXISTS stablemem_forget (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE)')
   const dependents = dependentsOf(host)
   // With every dependent deleted set-based (see `dependentsOf`), SQLite's own cascade would only
   // look again, once per note and table. `foreign_keys` changes only outside a transaction and
   // recompiles the connection's statements, so a forget that may take many notes (a filter or a
   // long list) switches it off for its transaction and back on after.
-  const cascadeOff = !dryRun && dependents !== null && (selection.kind === 'filter' || selection.ids.length >= SET_CASCADE_MIN) && foreignKeysOn(host)
+  const cascadeOff = !dryRun && dependents !== null && (selection.kind === 'filter' || selection.ids.length >= BULK_NOTES) && foreignKeysOn(host)
   if (cascadeOff) db.exec('PRAGMA foreign_keys = OFF')
   let result: ForgetResult
   try {
@@ -325,7 +325,12 @@ function deleteRefs(host: ForgetHost, { origin, everything, dependents, deleted,
       : `SELECT ${quoteId(d.parentColumn)} FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)`
     run(`forget.dependent ${d.table}.${d.column}`, `DELETE FROM ${quoteId(d.table)} WHERE ${quoteId(d.column)} IN (${keys})`)
   }
-  run('forget.blocks', 'DELETE FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
+  const countTrigger = deleted.length >= BULK_NOTES ? detachCountTrigger(host) : undefined
+  const removed = run('forget.blocks', 'DELETE FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
+  if (countTrigger !== undefined) {
+    run('forget.count', 'UPDATE block_count SET n = n - ?', removed)
+    host.db.exec(countTrigger)
+  }
   return { edges, vectors }
 }
 
@@ -338,10 +343,11 @@ interface Dependent {
 }
 
 /**
- * From this many notes up, a forget by id list turns SQLite's per-note cascade off (see
- * `forgetBlocks`); a filter always does, since it may match any number.
+ * From this many notes up, a forget does once what SQLite would do per note: a forget by id list
+ * turns the per-note cascade off (see `forgetBlocks`; a filter always does, since it may match
+ * any number), and the block count is moved once (`detachCountTrigger`).
  */
-const SET_CASCADE_MIN = 64
+const BULK_NOTES = 64
 
 /** Per connection, with the schema version they were read at. */
 const dependentsCache = new WeakMap<DatabaseSync, { schema: number, dependents: readonly Dependent[] | null }>()
@@ -378,6 +384,23 @@ function foreignKeysOn(host: ForgetHost): boolean {
 /** An SQL identifier, quoted. */
 function quoteId(name: string): string {
   return `"${name.replaceAll('"', '""')}"`
+}
+
+/** The block count's delete trigger as the migration that added it wrote it (lib/store/schema.ts). */
+const COUNT_TRIGGER = 'CREATE TRIGGER block_count_delete AFTER DELETE ON blocks BEGIN UPDATE block_count SET n = n - 1; END'
+
+/**
+ * The block count's delete trigger costs as much as the rest of a block row's deletion (SQLite
+ * runs it once per row). A large forget drops it inside its transaction, moves the count once by
+ * the rows deleted and creates it again, so the schema is the same once the transaction ends (a
+ * rollback restores it too). Returns the trigger's SQL, or undefined, leaving it alone, when it is
+ * not the one this code knows (a later migration changed it).
+ */
+function detachCountTrigger(host: ForgetHost): string | undefined {
+  const row = host.stmt('forget.countTrigger', "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = 'block_count_delete'").get() as { sql: string } | undefined
+  if (row?.sql !== COUNT_TRIGGER) return undefined
+  host.db.exec('DROP TRIGGER block_count_delete')
+  return row.sql
 }
 
 /** How a forget removes its notes' entries from the full-text index (see `indexDeletion`). */

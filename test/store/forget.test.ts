@@ -255,3 +255,58 @@ t.test('mutation check: without switching foreign keys back on, the store runs o
   const db = (store as unknown as { db: DatabaseSync }).db
   t.equal(Number((db.prepare('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys), 0)
 })
+
+/** The maintained block count, the real number of rows, and the count trigger's SQL, through a second connection. */
+function countState(path: string): { counted: number, rows: number, trigger: string | undefined } {
+  const db = new DatabaseSync(path)
+  try {
+    return {
+      counted: Number((db.prepare('SELECT n FROM block_count').get() as { n: number }).n),
+      rows: Number((db.prepare('SELECT count(*) AS n FROM blocks').get() as { n: number }).n),
+      trigger: (db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'block_count_delete'").get() as { sql: string } | undefined)?.sql,
+    }
+  } finally {
+    db.close()
+  }
+}
+
+/** A large forget, then a new note and a small forget: the count after each step. */
+async function countAcrossForgets(t: Test, Store: typeof BlockStore): Promise<Array<{ counted: number, rows: number, trigger: string | undefined }>> {
+  const path = tempStorePath('forget-count')
+  const store = new Store(path)
+  t.teardown(() => store.close())
+  store.commitMany(Array.from({ length: 100 }, (_, i) => ({ text: `counted note ${i}`, scene: 'bulk' })))
+  const kept = store.commitMany(Array.from({ length: 10 }, (_, i) => ({ text: `kept note ${i}` }))).map((r) => r.id)
+  const states = [countState(path)]
+  t.equal(store.forget({ scene: 'bulk' }).deleted.length, 100)
+  states.push(countState(path))
+  store.commit({ text: 'a note after the large forget' })
+  store.forget(kept[0]!)
+  states.push(countState(path))
+  return states
+}
+
+t.test('a large forget moves the block count once and leaves its trigger as it was', async (t) => {
+  const [before, afterLarge, afterSmall] = await countAcrossForgets(t, BlockStore)
+  t.same([before!.counted, before!.rows], [110, 110])
+  t.same([afterLarge!.counted, afterLarge!.rows], [10, 10], 'the count is right after the large forget')
+  t.equal(afterLarge!.trigger, before!.trigger, 'the trigger is back, unchanged')
+  t.same([afterSmall!.counted, afterSmall!.rows], [10, 10], 'and it counts the next insert and delete')
+})
+
+t.test('mutation check: without moving the count once, the large forget leaves it wrong', async (t) => {
+  const m = mutant({ file: 'store/forget.ts', from: "run('forget.count', 'UPDATE block_count SET n = n - ?', removed)", to: '' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
+  const [, afterLarge] = await countAcrossForgets(t, Mutated)
+  t.equal(afterLarge!.counted, 110)
+})
+
+t.test('mutation check: without creating the trigger again, later deletes are not counted', async (t) => {
+  const m = mutant({ file: 'store/forget.ts', from: '    host.db.exec(countTrigger)\n', to: '' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
+  const [, afterLarge, afterSmall] = await countAcrossForgets(t, Mutated)
+  t.equal(afterLarge!.trigger, undefined)
+  t.same([afterSmall!.counted, afterSmall!.rows], [11, 10])
+})
