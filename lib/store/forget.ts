@@ -132,7 +132,7 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
         host.fillNearKeys()
         host.stmt('forget.pickDuplicates', `INSERT OR IGNORE INTO temp.stablemem_forget (id, rid)
           SELECT b.id, b.rowid FROM blocks b WHERE b.near_key IN (
-            SELECT k.near_key FROM blocks k JOIN temp.stablemem_forget f ON f.rid = k.rowid WHERE k.near_key <> '')`).run()
+            SELECT k.near_key FROM temp.stablemem_forget f CROSS JOIN blocks k ON k.rowid = f.rid WHERE k.near_key <> '')`).run()
       }
     } else {
       const { where, params } = filterSql(selection.filter)
@@ -236,10 +236,14 @@ function filterSql(filter: ForgetFilter): { where: string, params: Array<string 
   return { where: clauses.length === 0 ? '' : `WHERE ${clauses.join(' AND ')}`, params }
 }
 
-/** The selected notes, oldest first, and their rowids in the same order (read once, for the report and the index deletes). */
+/**
+ * The selected notes, oldest first, and their rowids in the same order (read once, for the report
+ * and the index deletes). The selection is the outer loop (CROSS JOIN): ordered by rowid, the
+ * planner would otherwise walk the whole block table to meet one note.
+ */
 function readDeleted(host: ForgetHost): { deleted: Block[], rids: number[] } {
   const statement = host.stmt('forget.read', `SELECT b.id, b.text, b.source, b.scene, b.semantic_type, b.created_at, b.updated_at,
-    b.access_count, b.last_access_at, b.superseded_by, b.rowid FROM blocks b JOIN temp.stablemem_forget f ON f.rid = b.rowid ORDER BY b.rowid`)
+    b.access_count, b.last_access_at, b.superseded_by, b.rowid FROM temp.stablemem_forget f CROSS JOIN blocks b ON b.rowid = f.rid ORDER BY f.rid`)
   statement.setReturnArrays(true) // rows as arrays: cheaper to materialise than objects
   const rows = statement.all() as unknown as unknown[][]
   const deleted: Block[] = new Array(rows.length)
