@@ -195,36 +195,45 @@ export class BlockStore {
     const index = this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)')
     this.matchCounts.clear()
     const keys = rows.map((row) => nearKey(row.text))
-    const results = this.transaction(() => rows.map((row, i) => {
-      if (i === 0) this.nearKeys.fill()
-      const near = this.nearKeys.find(keys[i]!, row.id)
-      const duplicateOf = near === row.supersedes ? undefined : near // replacing a note is not duplicating it
-      if (duplicateOf !== undefined && this.duplicates === 'skip' && !this.get(row.id)) {
-        this.scopes.join(duplicateOf, row.scope, now) // the kept note now also belongs to this scope
-        if (row.scene !== '') this.scenes.tag(row.scene, duplicateOf, 1, now)
-        return { id: duplicateOf, created: false, duplicateOf }
-      }
-      const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now, keys[i]!)
-      const created = Number(inserted.changes) === 1
-      let replaced: string | undefined
-      if (created) {
-        index.run(inserted.lastInsertRowid, ...indexColumns(row.text))
-      } else {
-        update.run(row.source, row.scene, row.semanticType, now, row.id)
-        // Saying a replaced text again makes it current again: the later commit wins.
-        replaced = restore(this.chain, row.id, now)
-      }
-      if (row.supersedes !== '') mark(this.chain, row.supersedes, row.id, now)
-      const result: CommitResult = { id: row.id, created }
-      if (replaced !== undefined) result.restored = replaced
-      if (row.redacted.length > 0) result.redacted = row.redacted
-      if (created) this.scopes.joinRowid(Number(inserted.lastInsertRowid), row.scope, now)
-      else this.scopes.join(row.id, row.scope, now)
-      if (row.scene !== '') this.scenes.tag(row.scene, row.id, 1, now)
-      if (!created || duplicateOf === undefined) return result
-      if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now, false)
-      return { ...result, duplicateOf }
-    }))
+    // The index rows are written after every block row of the batch, not beside each one: FTS5
+    // flushes its pending terms to a new segment at every statement savepoint, and each block
+    // insert opens one (its `block_count` trigger needs a statement journal). Interleaved, every
+    // note became a segment of its own that later merges rewrote (docs/benchmarks.md, "Writes").
+    const indexed: Array<[rowid: number | bigint, text: string]> = []
+    const results = this.transaction(() => {
+      const out = rows.map((row, i) => {
+        if (i === 0) this.nearKeys.fill()
+        const near = this.nearKeys.find(keys[i]!, row.id)
+        const duplicateOf = near === row.supersedes ? undefined : near // replacing a note is not duplicating it
+        if (duplicateOf !== undefined && this.duplicates === 'skip' && !this.get(row.id)) {
+          this.scopes.join(duplicateOf, row.scope, now) // the kept note now also belongs to this scope
+          if (row.scene !== '') this.scenes.tag(row.scene, duplicateOf, 1, now)
+          return { id: duplicateOf, created: false, duplicateOf }
+        }
+        const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now, keys[i]!)
+        const created = Number(inserted.changes) === 1
+        let replaced: string | undefined
+        if (created) {
+          indexed.push([inserted.lastInsertRowid, row.text])
+        } else {
+          update.run(row.source, row.scene, row.semanticType, now, row.id)
+          // Saying a replaced text again makes it current again: the later commit wins.
+          replaced = restore(this.chain, row.id, now)
+        }
+        if (row.supersedes !== '') mark(this.chain, row.supersedes, row.id, now)
+        const result: CommitResult = { id: row.id, created }
+        if (replaced !== undefined) result.restored = replaced
+        if (row.redacted.length > 0) result.redacted = row.redacted
+        if (created) this.scopes.joinRowid(Number(inserted.lastInsertRowid), row.scope, now)
+        else this.scopes.join(row.id, row.scope, now)
+        if (row.scene !== '') this.scenes.tag(row.scene, row.id, 1, now)
+        if (!created || duplicateOf === undefined) return result
+        if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now, false)
+        return { ...result, duplicateOf }
+      })
+      for (const [rowid, text] of indexed) index.run(rowid, ...indexColumns(text))
+      return out
+    })
     return results
   }
 
