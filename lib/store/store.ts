@@ -197,8 +197,9 @@ export class BlockStore {
     const keys = rows.map((row) => nearKey(row.text))
     // The index rows are written after every block row of the batch, not beside each one: FTS5
     // flushes its pending terms to a new segment at every statement savepoint, and each block
-    // insert opens one (its `block_count` trigger needs a statement journal). Interleaved, every
-    // note became a segment of its own that later merges rewrote (docs/benchmarks.md, "Writes").
+    // insert opened one while `block_count` had an insert trigger, and any later trigger would
+    // again. Interleaved, every note became a segment of its own that later merges rewrote
+    // (docs/benchmarks.md, "Writes").
     const indexed: Array<[rowid: number | bigint, text: string]> = []
     const results = this.transaction(() => {
       const out = rows.map((row, i) => {
@@ -231,6 +232,7 @@ export class BlockStore {
         if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now, false)
         return { ...result, duplicateOf }
       })
+      if (indexed.length > 0) this.foldCount()
       for (const [rowid, text] of indexed) index.run(rowid, ...indexColumns(text))
       return out
     })
@@ -482,12 +484,19 @@ export class BlockStore {
 
   /**
    * Total number of blocks; the prompt context line asks on every step. `count(*)` reads the
-   * whole id index (65–144 ms at a million blocks), so the schema keeps the number in a row that
-   * triggers move on every insert and delete of a block, whichever connection or code path
-   * writes (`block_count`, lib/store/schema.ts): one row read, always current.
+   * whole id index (65–144 ms at a million blocks), so the schema keeps the number of blocks up
+   * to a rowid mark in one row (`block_count`, lib/store/schema.ts) and this adds the blocks
+   * above the mark, which commit and import fold in as they write: one row read and a short
+   * rowid range, always exact, whichever connection or code path wrote.
    */
   count(): number {
-    return Number((this.stmt('count', 'SELECT n FROM block_count').get() as { n: number }).n)
+    return Number((this.stmt('count', 'SELECT n + (SELECT count(*) FROM blocks WHERE rowid > mark) AS n FROM block_count').get() as { n: number }).n)
+  }
+
+  /** Folds the blocks above the count's mark into its number (inside the writer's transaction); see `count`. */
+  private foldCount(): void {
+    this.stmt('foldCount', `UPDATE block_count SET n = n + (SELECT count(*) FROM blocks WHERE rowid > mark),
+      mark = max(mark, coalesce((SELECT max(rowid) FROM blocks), 0))`).run()
   }
 
   /** Runs SQLite's integrity check; `['ok']` when the file is sound. */
@@ -606,6 +615,7 @@ export class BlockStore {
     if (inserted) {
       this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, ...indexColumns(row.text))
       this.nearKeys.set(row.id, nearKey(row.text))
+      this.foldCount()
       this.matchCounts.clear()
       return true
     }

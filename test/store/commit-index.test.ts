@@ -1,9 +1,10 @@
 /**
  * A batch's full-text index rows are written after its block rows (lib/store/store.ts,
- * `commitMany`). FTS5 flushes its pending terms to a new segment at every statement savepoint,
- * and every block insert opens one (the `block_count` trigger), so rows written beside their
- * blocks made one segment per note, which merges then rewrote: a batched commit ran at a third
- * of the raw floor. What is checked here is the structure, not a time: one batch, one segment.
+ * `commitMany`). FTS5 flushes its pending terms to a new segment at every statement savepoint.
+ * Every block insert opened one while the block count had an insert trigger, and a note's other
+ * writes still do (tagging it with a scene), so rows written beside their blocks made one segment
+ * per note, which merges then rewrote: a batched commit ran at a third of the raw floor. What is
+ * checked here is the structure, not a time: one batch, one segment.
  */
 import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
@@ -21,7 +22,7 @@ function segments(path: string): number {
   }
 }
 
-const notes = Array.from({ length: 120 }, (_, i) => ({ text: `note ${i}: the service on host-${i} listens on port ${8000 + i}, 服务 编号 ${i}` }))
+const notes = Array.from({ length: 120 }, (_, i) => ({ text: `note ${i}: the service on host-${i} listens on port ${8000 + i}, 服务 编号 ${i}`, scene: 'deploy' }))
 
 /** Commits one batch into a fresh file with the given store class and returns the file. */
 function commitBatch(Store: typeof BlockStore): { path: string, store: BlockStore } {
