@@ -13,7 +13,7 @@ import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates
 import { indexColumns } from './fts-columns.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
-import { LayerTable } from './layers.ts'
+import { LayerTable, type Layer } from './layers.ts'
 import { adopt, exists, mark, restore, type ChainAccess } from './supersede.ts'
 import { checkTag } from './tags.ts'
 import { checkScopeKey, GLOBAL_SCOPE } from './scope-key.ts'
@@ -159,7 +159,7 @@ export class BlockStore {
     this.vectors = new VectorTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.layers = new LayerTable({
       stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(),
-      commitMany: (inputs) => this.commitMany(inputs), link: (edge) => this.link(edge),
+      commitMany: (inputs, createdAs) => this.commitMany(inputs, createdAs), link: (edge) => this.link(edge),
     })
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion() })
@@ -176,16 +176,19 @@ export class BlockStore {
    * Stores blocks in one transaction. A block that already exists keeps its text and creation
    * time; non-empty `source`, `scene` and `semanticType` update it, empty ones never blank it.
    * Every input is validated before anything is written, so a bad item rejects the whole batch.
+   * `createdAs` gives the layer and source a block this batch creates is written with (capture's
+   * cold blocks: set in the insert rather than by a second write of the row); an existing block
+   * keeps both.
    */
-  commitMany(inputs: readonly CommitInput[]): CommitResult[] {
+  commitMany(inputs: readonly CommitInput[], createdAs?: (index: number) => { layer: Layer, source: string }): CommitResult[] {
     const rows = inputs.map((input, i) => this.validate(input, inputs.length > 1 ? `inputs[${i}].` : ''))
     const now = this.now()
     // No RETURNING: with it, node:sqlite's insert costs twice as much (measured by bench:perf);
     // `changes` and `lastInsertRowid` say the same thing. The near-duplicate key is written with
     // the row: setting it afterwards cost a second lookup, a row rewrite and an insert plus a
     // delete in the index of unkeyed rows, per note (docs/benchmarks.md, "Scale").
-    const insert = this.stmt('insert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, near_key)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
+    const insert = this.stmt('insert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, near_key, layer)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
     const update = this.stmt('update', `UPDATE blocks SET
       source = CASE WHEN ?1 <> '' THEN ?1 ELSE source END,
       scene = CASE WHEN ?2 <> '' THEN ?2 ELSE scene END,
@@ -211,7 +214,8 @@ export class BlockStore {
           if (row.scene !== '') this.scenes.tag(row.scene, duplicateOf, 1, now)
           return { id: duplicateOf, created: false, duplicateOf }
         }
-        const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now, keys[i]!)
+        const as = createdAs?.(i)
+        const inserted = insert.run(row.id, row.text, as?.source ?? row.source, row.scene, row.semanticType, now, now, keys[i]!, as?.layer ?? 'stable')
         const created = Number(inserted.changes) === 1
         let replaced: string | undefined
         if (created) {
