@@ -103,7 +103,11 @@ const metaPath = join(dir, 'build.json')
 const gen = corpus(SEED)
 
 /** What building the files measured, kept beside them when they are cached. */
-interface Build { commitPerS: number, batchCommitPerS: number, floorInsertPerS: number, stored: number, schema: number }
+interface Build {
+  commitPerS: number, batchCommitPerS: number, floorInsertPerS: number, stored: number, schema: number
+  /** The same rates per second of this process's CPU time (absent in builds cached before they were measured). */
+  batchCommitCpuPerS?: number, floorInsertCpuPerS?: number
+}
 const cached = args.cache !== '' && !args.rebuild && existsSync(metaPath)
 let build: Build
 if (cached) {
@@ -114,10 +118,11 @@ if (cached) {
   build = buildFiles()
   if (args.cache !== '') writeFileSync(metaPath, JSON.stringify(build))
 }
-const { commitPerS, batchCommitPerS, floorInsertPerS, stored } = build
+const { commitPerS, batchCommitPerS, floorInsertPerS, stored, batchCommitCpuPerS, floorInsertCpuPerS } = build
 const dbBytes = statSync(storePath).size
 log(`commit: ${SINGLE} single at ${Math.round(commitPerS)}/s; ${N - SINGLE} batched (${BATCH}) at ${Math.round(batchCommitPerS)}/s; ${stored} distinct blocks; file ${(dbBytes / 2 ** 20).toFixed(1)} MB`)
-log(`floor: raw insert into bare table + FTS5 at ${Math.round(floorInsertPerS)}/s (our batched commit is ${(batchCommitPerS / floorInsertPerS).toFixed(2)}× of it)`)
+log(`floor: raw insert into bare table + FTS5 at ${Math.round(floorInsertPerS)}/s (our batched commit is ${(batchCommitPerS / floorInsertPerS).toFixed(2)}× of it` +
+  (batchCommitCpuPerS !== undefined && floorInsertCpuPerS !== undefined ? `; per CPU second ${(batchCommitCpuPerS / floorInsertCpuPerS).toFixed(2)}×)` : ')'))
 
 /** Steps 1, 2 and the scoped file of step 5: every file the run reads, with the write rates measured on the way. */
 function buildFiles(): Build {
@@ -128,11 +133,14 @@ function buildFiles(): Build {
   for (let i = 0; i < SINGLE; i++) store.commit({ text: gen.block(i).text, source: 'bench' })
   const singleMs = nowMs() - t0
   let batchMs = 0
+  let batchCpuMs = 0
   for (let from = SINGLE; from < N; from += BATCH) {
     const inputs = []
     for (let i = from; i < Math.min(N, from + BATCH); i++) inputs.push({ text: gen.block(i).text, source: 'bench' })
     t0 = nowMs()
+    const cpu0 = process.cpuUsage()
     store.commitMany(inputs)
+    batchCpuMs += cpuMs(cpu0)
     batchMs += nowMs() - t0
   }
   const stored = store.count()
@@ -144,6 +152,7 @@ function buildFiles(): Build {
     CREATE TABLE b (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);
     CREATE VIRTUAL TABLE f USING fts5(latin, cjk, content = '', tokenize = 'porter unicode61 remove_diacritics 2');`)
   t0 = nowMs()
+  const floorCpu0 = process.cpuUsage()
   const insertText = floor.prepare('INSERT INTO b (rowid, text) VALUES (?, ?)')
   const insertFts = floor.prepare('INSERT INTO f (rowid, latin, cjk) VALUES (?, ?, ?)')
   floor.exec('BEGIN')
@@ -157,6 +166,7 @@ function buildFiles(): Build {
   }
   floor.exec('COMMIT')
   const floorInsertPerS = N / ((nowMs() - t0) / 1000)
+  const floorInsertCpuPerS = N / (cpuMs(floorCpu0) / 1000)
   floor.close()
 
   // 5's file: the same N blocks, block i in workspace i mod W.
@@ -173,6 +183,8 @@ function buildFiles(): Build {
     commitPerS: SINGLE / (singleMs / 1000),
     batchCommitPerS: N > SINGLE ? (N - SINGLE) / (batchMs / 1000) : Number.NaN,
     floorInsertPerS,
+    batchCommitCpuPerS: N > SINGLE ? (N - SINGLE) / (batchCpuMs / 1000) : Number.NaN,
+    floorInsertCpuPerS,
     stored,
     schema: SCHEMA_VERSION,
   }
@@ -349,6 +361,10 @@ const result = {
   batch_commit_per_s: Math.round(batchCommitPerS),
   floor_commit_per_s: Math.round(floorInsertPerS),
   batch_vs_floor: round(batchCommitPerS / floorInsertPerS, 2),
+  // Per second of CPU time: on a loaded machine close to what a quiet one gives (wall rates are not).
+  batch_commit_cpu_per_s: batchCommitCpuPerS === undefined ? null : Math.round(batchCommitCpuPerS),
+  floor_commit_cpu_per_s: floorInsertCpuPerS === undefined ? null : Math.round(floorInsertCpuPerS),
+  batch_vs_floor_cpu: batchCommitCpuPerS === undefined || floorInsertCpuPerS === undefined ? null : round(batchCommitCpuPerS / floorInsertCpuPerS, 2),
   cached_build: cached,
   built_at_schema: build.schema,
   count_first_ms: round(countMs),

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { canonicalText } from '../text/normalize.ts'
 
 /**
@@ -13,7 +13,7 @@ export const BLOCK_ID_HEX = 24
  * (NFC, trimmed) text. Content addressing makes every commit and retry idempotent.
  */
 export function blockId(text: string): string {
-  const digest = createHash('sha256').update(canonicalText(text), 'utf8').digest('hex')
+  const digest = hash('sha256', canonicalText(text), 'hex') // one-shot: no Hash object per note
   return `blk_${digest.slice(0, BLOCK_ID_HEX)}`
 }
 

@@ -330,9 +330,10 @@ function deleteRefs(host: ForgetHost, { origin, everything, dependents, deleted,
     run(`forget.dependent ${d.table}.${d.column}`, `DELETE FROM ${quoteId(d.table)} WHERE ${quoteId(d.column)} IN (${keys})`)
   }
   const countTrigger = deleted.length >= BULK_NOTES ? detachCountTrigger(host) : undefined
-  const removed = run('forget.blocks', 'DELETE FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
+  run('forget.blocks', 'DELETE FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
   if (countTrigger !== undefined) {
-    run('forget.count', 'UPDATE block_count SET n = n - ?', removed)
+    run('forget.count', `UPDATE block_count SET n = n - (SELECT count(*) FROM temp.stablemem_forget WHERE rid <= mark),
+      mark = min(mark, coalesce((SELECT max(rowid) FROM blocks), 0))`)
     host.db.exec(countTrigger)
   }
   return { edges, vectors }
@@ -390,20 +391,22 @@ function quoteId(name: string): string {
   return `"${name.replaceAll('"', '""')}"`
 }
 
-/** The block count's delete trigger as the migration that added it wrote it (lib/store/schema.ts). */
-const COUNT_TRIGGER = 'CREATE TRIGGER block_count_delete AFTER DELETE ON blocks BEGIN UPDATE block_count SET n = n - 1; END'
+/** The block count's delete trigger as the migration that added it wrote it (lib/store/schema.ts), spaces collapsed. */
+const COUNT_TRIGGER = 'CREATE TRIGGER block_count_delete_marked AFTER DELETE ON blocks BEGIN '
+  + 'UPDATE block_count SET n = n - (old.rowid <= mark), mark = min(mark, coalesce((SELECT max(rowid) FROM blocks), 0)); END'
 
 /**
  * The block count's delete trigger costs as much as the rest of a block row's deletion (SQLite
- * runs it once per row). A large forget drops it inside its transaction, moves the count once by
- * the rows deleted and creates it again, so the schema is the same once the transaction ends (a
- * rollback restores it too). Returns the trigger's SQL, or undefined, leaving it alone, when it is
- * not the one this code knows (a later migration changed it).
+ * runs it once per row). A large forget drops it inside its transaction, moves the count and its
+ * rowid mark once, as the trigger would have for the rows deleted, and creates it again, so the
+ * schema is the same once the transaction ends (a rollback restores it too). Returns the
+ * trigger's SQL, or undefined, leaving it alone, when it is not the one this code knows (a later
+ * migration changed it).
  */
 function detachCountTrigger(host: ForgetHost): string | undefined {
-  const row = host.stmt('forget.countTrigger', "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = 'block_count_delete'").get() as { sql: string } | undefined
-  if (row?.sql !== COUNT_TRIGGER) return undefined
-  host.db.exec('DROP TRIGGER block_count_delete')
+  const row = host.stmt('forget.countTrigger', "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = 'block_count_delete_marked'").get() as { sql: string } | undefined
+  if (row === undefined || row.sql.replace(/\s+/g, ' ') !== COUNT_TRIGGER) return undefined
+  host.db.exec('DROP TRIGGER block_count_delete_marked')
   return row.sql
 }
 

@@ -88,7 +88,7 @@ export interface LayerTableHost {
   stmt(key: string, sql: string): StatementSync
   transaction<T>(fn: () => T): T
   now(): number
-  commitMany(inputs: readonly CommitInput[]): CommitResult[]
+  commitMany(inputs: readonly CommitInput[], createdAs?: (index: number) => { layer: Layer, source: string }): CommitResult[]
   link(edge: { sourceKind: string, sourceId: string, targetKind: string, targetId: string, type: string }): { created: boolean }
 }
 
@@ -129,16 +129,16 @@ export class LayerTable {
     const out: CaptureResult = { created: 0, ids: [], existing: 0, origins: 0, refused: [] }
     if (pieces.length === 0) return out
     const now = this.host.now()
-    const mark = this.host.stmt('layers.markCold', "UPDATE blocks SET layer = 'cold', source = ? WHERE id = ?")
     const origin = this.host.stmt('layers.origin', `INSERT INTO block_origins (block_id, session_id, seq, event_type, role, event_time, compaction_id, captured_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
     this.host.transaction(() => {
-      const batch = this.commitEach(pieces.map((piece) => ({ text: piece.text })), (i, reason) => out.refused.push({ seq: pieces[i]!.origin.seq, reason }))
+      // A new block is written cold, with the piece's source, by the insert itself.
+      const cold = (i: number) => ({ layer: 'cold' as const, source: source(pieces[i]!) })
+      const batch = this.commitEach(pieces.map((piece) => ({ text: piece.text })), (i, reason) => out.refused.push({ seq: pieces[i]!.origin.seq, reason }), cold)
       for (const [i, piece] of pieces.entries()) {
         const result = batch[i]
         if (result === undefined) continue
         if (result.created) {
-          mark.run(source(piece), result.id)
           out.created++
           out.ids.push(result.id)
         } else {
@@ -155,18 +155,20 @@ export class LayerTable {
   /**
    * Commits inputs through the store's commit path: one batch when every input is acceptable
    * (the usual case), one by one otherwise, so a refused input (a credential under `secrets:
-   * refuse`) costs only itself; its result is undefined and `refused` hears why.
+   * refuse`) costs only itself; its result is undefined and `refused` hears why. `createdAs` is
+   * passed on to `commitMany` (indexed like `inputs`).
    */
-  private commitEach(inputs: readonly CommitInput[], refused: (index: number, reason: string) => void = () => {}): Array<CommitResult | undefined> {
+  private commitEach(inputs: readonly CommitInput[], refused: (index: number, reason: string) => void = () => {},
+    createdAs?: (index: number) => { layer: Layer, source: string }): Array<CommitResult | undefined> {
     if (inputs.length === 0) return []
     try {
-      return this.host.commitMany(inputs)
+      return this.host.commitMany(inputs, createdAs)
     } catch (error) {
       if (!(error instanceof StableMemError)) throw error
     }
     return inputs.map((input, i) => {
       try {
-        return this.host.commitMany([input])[0]!
+        return this.host.commitMany([input], createdAs && (() => createdAs(i)))[0]!
       } catch (error) {
         if (!(error instanceof StableMemError)) throw error
         refused(i, error.message)

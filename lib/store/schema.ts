@@ -205,6 +205,22 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX scene_refs_rank ON scene_refs(scene_id, weight DESC, created_at DESC, block_id);
   `,
+  // Writes at the raw floor (docs/benchmarks.md, "Writes"): the block count without an insert
+  // trigger. A row trigger gives every block insert a statement journal and savepoint of its own
+  // (and FTS5 flushes its pending terms at each savepoint). Now `n` counts the blocks up to rowid
+  // `mark`, and the count is `n` plus the blocks above `mark`: exact whichever code path inserts,
+  // since SQLite gives a new row the largest rowid plus one. Commit and import fold the blocks
+  // above `mark` into `n` in the same transaction, so the part counted live stays one batch. A
+  // delete lowers `mark` to the largest remaining rowid, so a freed rowid given out again is above it.
+  `
+  ALTER TABLE block_count ADD COLUMN mark INTEGER NOT NULL DEFAULT 0;
+  UPDATE block_count SET mark = coalesce((SELECT max(rowid) FROM blocks), 0);
+  DROP TRIGGER block_count_insert;
+  DROP TRIGGER block_count_delete;
+  CREATE TRIGGER block_count_delete_marked AFTER DELETE ON blocks BEGIN
+    UPDATE block_count SET n = n - (old.rowid <= mark), mark = min(mark, coalesce((SELECT max(rowid) FROM blocks), 0));
+  END;
+  `,
 ]
 
 /**

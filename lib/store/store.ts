@@ -13,7 +13,7 @@ import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates
 import { indexColumns } from './fts-columns.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
-import { LayerTable } from './layers.ts'
+import { LayerTable, type Layer } from './layers.ts'
 import { adopt, exists, mark, restore, type ChainAccess } from './supersede.ts'
 import { checkTag } from './tags.ts'
 import { checkScopeKey, GLOBAL_SCOPE } from './scope-key.ts'
@@ -159,7 +159,7 @@ export class BlockStore {
     this.vectors = new VectorTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.layers = new LayerTable({
       stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(),
-      commitMany: (inputs) => this.commitMany(inputs), link: (edge) => this.link(edge),
+      commitMany: (inputs, createdAs) => this.commitMany(inputs, createdAs), link: (edge) => this.link(edge),
     })
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion(), inTransaction: () => this.db.isTransaction })
@@ -176,16 +176,19 @@ export class BlockStore {
    * Stores blocks in one transaction. A block that already exists keeps its text and creation
    * time; non-empty `source`, `scene` and `semanticType` update it, empty ones never blank it.
    * Every input is validated before anything is written, so a bad item rejects the whole batch.
+   * `createdAs` gives the layer and source a block this batch creates is written with (capture's
+   * cold blocks: set in the insert rather than by a second write of the row); an existing block
+   * keeps both.
    */
-  commitMany(inputs: readonly CommitInput[]): CommitResult[] {
+  commitMany(inputs: readonly CommitInput[], createdAs?: (index: number) => { layer: Layer, source: string }): CommitResult[] {
     const rows = inputs.map((input, i) => this.validate(input, inputs.length > 1 ? `inputs[${i}].` : ''))
     const now = this.now()
     // No RETURNING: with it, node:sqlite's insert costs twice as much (measured by bench:perf);
     // `changes` and `lastInsertRowid` say the same thing. The near-duplicate key is written with
     // the row: setting it afterwards cost a second lookup, a row rewrite and an insert plus a
     // delete in the index of unkeyed rows, per note (docs/benchmarks.md, "Scale").
-    const insert = this.stmt('insert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, near_key)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
+    const insert = this.stmt('insert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, near_key, layer)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
     const update = this.stmt('update', `UPDATE blocks SET
       source = CASE WHEN ?1 <> '' THEN ?1 ELSE source END,
       scene = CASE WHEN ?2 <> '' THEN ?2 ELSE scene END,
@@ -195,36 +198,48 @@ export class BlockStore {
     const index = this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)')
     this.matchCounts.clear()
     const keys = rows.map((row) => nearKey(row.text))
-    const results = this.transaction(() => rows.map((row, i) => {
-      if (i === 0) this.nearKeys.fill()
-      const near = this.nearKeys.find(keys[i]!, row.id)
-      const duplicateOf = near === row.supersedes ? undefined : near // replacing a note is not duplicating it
-      if (duplicateOf !== undefined && this.duplicates === 'skip' && !this.get(row.id)) {
-        this.scopes.join(duplicateOf, row.scope, now) // the kept note now also belongs to this scope
-        if (row.scene !== '') this.scenes.tag(row.scene, duplicateOf, 1, now)
-        return { id: duplicateOf, created: false, duplicateOf }
-      }
-      const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, now, now, keys[i]!)
-      const created = Number(inserted.changes) === 1
-      let replaced: string | undefined
-      if (created) {
-        index.run(inserted.lastInsertRowid, ...indexColumns(row.text))
-      } else {
-        update.run(row.source, row.scene, row.semanticType, now, row.id)
-        // Saying a replaced text again makes it current again: the later commit wins.
-        replaced = restore(this.chain, row.id, now)
-      }
-      if (row.supersedes !== '') mark(this.chain, row.supersedes, row.id, now)
-      const result: CommitResult = { id: row.id, created }
-      if (replaced !== undefined) result.restored = replaced
-      if (row.redacted.length > 0) result.redacted = row.redacted
-      if (created) this.scopes.joinRowid(Number(inserted.lastInsertRowid), row.scope, now)
-      else this.scopes.join(row.id, row.scope, now)
-      if (row.scene !== '') this.scenes.tag(row.scene, row.id, 1, now)
-      if (!created || duplicateOf === undefined) return result
-      if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now, false)
-      return { ...result, duplicateOf }
-    }))
+    // The index rows are written after every block row of the batch, not beside each one: FTS5
+    // flushes its pending terms to a new segment at every statement savepoint, and each block
+    // insert opened one while `block_count` had an insert trigger, and any later trigger would
+    // again. Interleaved, every note became a segment of its own that later merges rewrote
+    // (docs/benchmarks.md, "Writes").
+    const indexed: Array<[rowid: number | bigint, text: string]> = []
+    const results = this.transaction(() => {
+      const out = rows.map((row, i) => {
+        if (i === 0) this.nearKeys.fill()
+        const near = this.nearKeys.find(keys[i]!, row.id)
+        const duplicateOf = near === row.supersedes ? undefined : near // replacing a note is not duplicating it
+        if (duplicateOf !== undefined && this.duplicates === 'skip' && !this.get(row.id)) {
+          this.scopes.join(duplicateOf, row.scope, now) // the kept note now also belongs to this scope
+          if (row.scene !== '') this.scenes.tag(row.scene, duplicateOf, 1, now)
+          return { id: duplicateOf, created: false, duplicateOf }
+        }
+        const as = createdAs?.(i)
+        const inserted = insert.run(row.id, row.text, as?.source ?? row.source, row.scene, row.semanticType, now, now, keys[i]!, as?.layer ?? 'stable')
+        const created = Number(inserted.changes) === 1
+        let replaced: string | undefined
+        if (created) {
+          indexed.push([inserted.lastInsertRowid, row.text])
+        } else {
+          update.run(row.source, row.scene, row.semanticType, now, row.id)
+          // Saying a replaced text again makes it current again: the later commit wins.
+          replaced = restore(this.chain, row.id, now)
+        }
+        if (row.supersedes !== '') mark(this.chain, row.supersedes, row.id, now)
+        const result: CommitResult = { id: row.id, created }
+        if (replaced !== undefined) result.restored = replaced
+        if (row.redacted.length > 0) result.redacted = row.redacted
+        if (created) this.scopes.joinRowid(Number(inserted.lastInsertRowid), row.scope, now)
+        else this.scopes.join(row.id, row.scope, now)
+        if (row.scene !== '') this.scenes.tag(row.scene, row.id, 1, now)
+        if (!created || duplicateOf === undefined) return result
+        if (this.duplicates === 'link') this.insertEdge({ sourceKind: 'block', sourceId: row.id, targetKind: 'block', targetId: duplicateOf, type: 'duplicates' }, now, false)
+        return { ...result, duplicateOf }
+      })
+      if (indexed.length > 0) this.foldCount()
+      for (const [rowid, text] of indexed) index.run(rowid, ...indexColumns(text))
+      return out
+    })
     return results
   }
 
@@ -477,12 +492,19 @@ export class BlockStore {
 
   /**
    * Total number of blocks; the prompt context line asks on every step. `count(*)` reads the
-   * whole id index (65–144 ms at a million blocks), so the schema keeps the number in a row that
-   * triggers move on every insert and delete of a block, whichever connection or code path
-   * writes (`block_count`, lib/store/schema.ts): one row read, always current.
+   * whole id index (65–144 ms at a million blocks), so the schema keeps the number of blocks up
+   * to a rowid mark in one row (`block_count`, lib/store/schema.ts) and this adds the blocks
+   * above the mark, which commit and import fold in as they write: one row read and a short
+   * rowid range, always exact, whichever connection or code path wrote.
    */
   count(): number {
-    return Number((this.stmt('count', 'SELECT n FROM block_count').get() as { n: number }).n)
+    return Number((this.stmt('count', 'SELECT n + (SELECT count(*) FROM blocks WHERE rowid > mark) AS n FROM block_count').get() as { n: number }).n)
+  }
+
+  /** Folds the blocks above the count's mark into its number (inside the writer's transaction); see `count`. */
+  private foldCount(): void {
+    this.stmt('foldCount', `UPDATE block_count SET n = n + (SELECT count(*) FROM blocks WHERE rowid > mark),
+      mark = max(mark, coalesce((SELECT max(rowid) FROM blocks), 0))`).run()
   }
 
   /** Runs SQLite's integrity check; `['ok']` when the file is sound. */
@@ -601,6 +623,7 @@ export class BlockStore {
     if (inserted) {
       this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, ...indexColumns(row.text))
       this.nearKeys.set(row.id, nearKey(row.text))
+      this.foldCount()
       this.matchCounts.clear()
       return true
     }

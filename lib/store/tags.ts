@@ -25,6 +25,7 @@ const UNSAFE = /[\p{Cc}\u202a-\u202e\u2066-\u2069\u{e0000}-\u{e007f}]/u
  */
 export function checkTag(value: unknown, field: string, required: boolean, secrets: SecretsPolicy): { value: string, redacted: string[] } {
   if (typeof value !== 'string') throw new StableMemError('invalid_input', `${field} must be a string`)
+  if (value === '' && !required) return { value, redacted: [] } // every commit passes a few unset tags: nothing to check
   if (required && value.trim() === '') throw new StableMemError('invalid_input', `${field} is empty`)
   if (value.length > MAX_TAG_CHARS) throw new StableMemError('too_large', `${field} is longer than ${MAX_TAG_CHARS} characters`)
   if (hasLoneSurrogate(value) || value.includes('\0')) throw new StableMemError('invalid_input', `${field} contains NUL or an unpaired surrogate`)

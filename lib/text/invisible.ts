@@ -61,7 +61,11 @@ export const UNSAFE_FOR_DISPLAY = new RegExp(`${CONTROL.source}|[\\n\\v\\f\\r\\u
 /** What a note made of nothing visible consists of: the hidden characters, controls, white space, blank Braille, lone variation selectors. */
 const NOTHING_VISIBLE = new RegExp(`${HIDDEN.source}|[\\p{Cc}\\p{Z}\\s\\u200D\\u2800\\uFE00-\\uFE0F\\u{E0100}-\\u{E01EF}]`, 'gu')
 
+/** An ASCII letter or digit, which is always visible (none is among the characters above). */
+const ASCII_VISIBLE = /[0-9A-Za-z]/
+
 /** True when nothing in `text` is visible: only white space, controls and the hidden characters above. */
 export function isInvisibleOnly(text: string): boolean {
+  if (ASCII_VISIBLE.test(text)) return false // nearly every note: no need to rewrite the whole text
   return text.replace(NOTHING_VISIBLE, '') === ''
 }

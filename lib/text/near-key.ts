@@ -7,7 +7,7 @@
  * a changed number, word, path or version always changes the key. Measured on the eval corpora by
  * `npm run bench:duplicates` (docs/decisions.md D7).
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { CJK_CHAR } from './cjk.ts'
 
 /**
@@ -37,5 +37,5 @@ export function nearTokens(text: string): string[] {
 export function nearKey(text: string): string {
   const tokens = nearTokens(text)
   if (tokens.length === 0) return ''
-  return `nk_${createHash('sha256').update(tokens.join(' '), 'utf8').digest('hex').slice(0, 24)}`
+  return `nk_${hash('sha256', tokens.join(' '), 'hex').slice(0, 24)}`
 }

@@ -71,7 +71,7 @@ t.test('a region seen twice (re-emitted, as after a resume) writes nothing new',
 })
 
 t.test('a broken store never breaks the turn that compacts: the failure is counted and logged', async (t) => {
-  const m = mutant({ file: 'store/layers.ts', from: "const mark = this.host.stmt('layers.markCold', \"UPDATE blocks SET layer = 'cold', source = ? WHERE id = ?\")", to: "const mark = this.host.stmt('layers.markCold', \"UPDATE no_such_table SET layer = 'cold', source = ? WHERE id = ?\")" })
+  const m = mutant({ file: 'store/layers.ts', from: "this.host.stmt('layers.origin', `INSERT INTO block_origins", to: "this.host.stmt('layers.origin', `INSERT INTO no_such_table" })
   t.teardown(() => m.remove())
   const w = await bootWindowed({ contextWindow: 3_000, plugin: { path: tempStorePath('broken') }, module: await m.load('index.ts') })
   await w.say('记住：billing 服务端口 13010。')
@@ -158,6 +158,7 @@ t.test('capture through the store: secrets policy, dedupe with an existing note,
   t.equal(first.refused.length, 1, 'the credential is refused under secrets: refuse')
   t.equal(first.origins, 2)
   t.equal(store.layers.layerOf(first.ids[0]!), 'cold')
+  t.equal(store.get(first.ids[0]!)!.source, 'compaction:user', 'written with the source capture gives')
   const note = [...store.allBlocks()].find((b) => b.text === 'billing 服务端口 13010')!
   t.equal(note.source, 'user', 'the note keeps its provenance')
   t.equal(store.layers.layerOf(note.id), 'stable', 'and its layer: one holder layer per block')

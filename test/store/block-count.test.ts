@@ -1,8 +1,8 @@
 /**
- * The block count the context line shows on every step is a row kept by triggers
- * (`block_count`, lib/store/schema.ts), not a walk of an index: it must stay exact through every
- * way blocks arrive and leave, in this connection and in others, and through an upgrade of a
- * file that already holds blocks.
+ * The block count the context line shows on every step is a maintained row plus the blocks above
+ * its rowid mark (`block_count`, lib/store/schema.ts), not a walk of an index: it must stay exact
+ * through every way blocks arrive and leave, in this connection and in others, through a freed
+ * rowid given out again, and through an upgrade of a file that already holds blocks.
  */
 import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
@@ -76,8 +76,70 @@ t.test('upgrading a file that already holds blocks starts the count at what it h
   t.equal(store.count(), 4)
 })
 
+t.test('upgrading a file whose count was kept by the insert trigger keeps it exact', async (t) => {
+  const path = tempStorePath()
+  const db = new DatabaseSync(path)
+  const before = MIGRATIONS.findIndex((sql) => sql.includes('block_count_delete_marked'))
+  t.ok(before > MIGRATIONS.findIndex((sql) => sql.includes('CREATE TABLE block_count')), 'the mark is a later migration')
+  migrate(db, before)
+  for (const text of ['one counted note', 'two counted notes', 'three counted notes']) {
+    db.prepare(`INSERT INTO blocks (id, text, created_at, updated_at) VALUES (?, ?, 1, 1)`).run(blockId(text), text)
+  }
+  db.prepare('DELETE FROM blocks WHERE id = ?').run(blockId('three counted notes'))
+  db.close()
+  const store = new BlockStore(path)
+  t.teardown(() => store.close())
+  t.equal(store.count(), 2)
+  store.commit({ text: 'a note after the upgrade' })
+  t.equal(store.count(), 3)
+  t.equal(store.count(), counted(path))
+})
+
+t.test('a block written without folding, and a freed rowid given out again, are counted', async (t) => {
+  const path = tempStorePath()
+  const store = new BlockStore(path)
+  t.teardown(() => store.close())
+  store.commitMany([{ text: 'the oldest note' }, { text: 'the newest note' }])
+  store.forget(blockId('the newest note')) // frees the largest rowid, which the next insert is given again
+  store.commit({ text: 'a note in the freed rowid' })
+  t.equal(store.count(), 2)
+  const raw = new DatabaseSync(path)
+  raw.prepare(`INSERT INTO blocks (id, text, created_at, updated_at) VALUES (?, ?, 1, 1)`).run(blockId('written by another program'), 'written by another program')
+  raw.close()
+  t.equal(store.count(), 3, 'a row no commit folded is counted above the mark')
+  t.equal(store.count(), counted(path))
+})
+
+t.test('mutation: counting only the folded number misses a block written without folding', async (t) => {
+  const m = mutant({ file: 'store/store.ts', from: "'SELECT n + (SELECT count(*) FROM blocks WHERE rowid > mark) AS n FROM block_count'", to: "'SELECT n FROM block_count'" })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
+  const path = tempStorePath()
+  const store = new Mutated(path)
+  t.teardown(() => store.close())
+  store.commit({ text: 'a folded note' })
+  const raw = new DatabaseSync(path)
+  raw.prepare(`INSERT INTO blocks (id, text, created_at, updated_at) VALUES (?, ?, 1, 1)`).run(blockId('an unfolded note'), 'an unfolded note')
+  raw.close()
+  t.not(store.count(), 2, 'the live part is what keeps the count exact')
+})
+
+t.test('mutation: a delete that leaves the mark in place loses a note in a freed rowid', async (t) => {
+  const m = mutant({ file: 'store/schema.ts', from: ', mark = min(mark, coalesce((SELECT max(rowid) FROM blocks), 0));', to: ';' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
+  const store = new Mutated(tempStorePath())
+  t.teardown(() => store.close())
+  store.commitMany([{ text: 'the oldest note' }, { text: 'the newest note' }])
+  store.forget(blockId('the newest note'))
+  store.commit({ text: 'a note in the freed rowid' })
+  t.not(store.count(), 2, 'lowering the mark is what keeps the count exact')
+})
+
 t.test('mutation: without the delete trigger, forget leaves the count too high', async (t) => {
-  const m = mutant({ file: 'store/schema.ts', from: 'CREATE TRIGGER block_count_delete AFTER DELETE ON blocks BEGIN UPDATE block_count SET n = n - 1; END;', to: '' })
+  const m = mutant({ file: 'store/schema.ts', from: `CREATE TRIGGER block_count_delete_marked AFTER DELETE ON blocks BEGIN
+    UPDATE block_count SET n = n - (old.rowid <= mark), mark = min(mark, coalesce((SELECT max(rowid) FROM blocks), 0));
+  END;`, to: '' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
   const store = new Mutated(tempStorePath())
