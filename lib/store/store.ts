@@ -162,7 +162,7 @@ export class BlockStore {
       commitMany: (inputs) => this.commitMany(inputs), link: (edge) => this.link(edge),
     })
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
-    this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion() })
+    this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion(), inTransaction: () => this.db.isTransaction })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
     this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql), count: () => this.count() })
   }
