@@ -239,17 +239,18 @@ async function main(): Promise<void> {
     const args = parseArgs(process.argv.slice(2))
     const set = readEvalSet(args.data)
     const mode = args.mode ?? (set.scopes.length > 1 ? 'scoped' : 'global')
+    const embed = args.embedUrl === '' ? undefined : { url: args.embedUrl, model: args.embedModel, languages: ['en'], fusion: args.fusion }
+    const hybrid = embed ? hybridRecallFn(await benchEmbedder(set, embed), embed) : undefined
+    const label = embed ? `recallBlocksHybrid(store, HttpEmbedder ${embed.url} ${embed.model} [en], fusion ${embed.fusion ?? 'default'})` : undefined
     if (args.negatives !== undefined) {
       const negatives = args.negatives === 'cross-set' ? { kind: 'cross-set' as const, against: readEvalSet(args.against) } : { kind: 'cross-scope' as const }
       const gate = { minRelevance: args.minRelevance, falloff: args.falloff, minScore: 0, topK: 5 }
-      const result = await runPrecisionBench(set, { mode, negatives, gate, half: args.half })
+      const result = await runPrecisionBench(set, { mode, negatives, gate, half: args.half, recall: hybrid?.recall, label })
+      if (hybrid) result.degraded = hybrid.degraded
       process.stdout.write(`${precisionTable(result)}\n`)
       if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`)
       return
     }
-    const embed = args.embedUrl === '' ? undefined : { url: args.embedUrl, model: args.embedModel, languages: ['en'], fusion: args.fusion }
-    const hybrid = embed ? hybridRecallFn(await benchEmbedder(set, embed), embed) : undefined
-    const label = embed ? `recallBlocksHybrid(store, HttpEmbedder ${embed.url} ${embed.model} [en], fusion ${embed.fusion ?? 'default'})` : undefined
     const { result, tables, markdown } = await runRecallBench(set, { mode, ks: args.ks, repeat: args.repeat, recall: hybrid?.recall, label })
     if (hybrid) result.degraded = hybrid.degraded
     process.stdout.write(`${args.markdown ? markdown : tables}\n`)

@@ -21,6 +21,7 @@ import { gateHits, type GateOptions } from '../../lib/recall/gate.ts'
 import { recallBlocksHybrid } from '../../lib/recall/hybrid.ts'
 import type { Hit } from '../../lib/recall/types.ts'
 import { renderAbstention, renderRecall } from '../../lib/plugin/render.ts'
+import type { RecallFn } from '../recall.ts'
 import { isQuestion } from '../../lib/text/question.ts'
 import { buildStore, partition } from './build-store.ts'
 import { EvalSetError, type EvalBlock, type EvalQuery, type EvalSet } from './eval-set.ts'
@@ -39,6 +40,14 @@ export interface PrecisionOptions {
   budgetChars?: number
   /** Only the queries of one half (by position: `a` even, `b` odd), for choosing on one half and checking on the other. */
   half?: 'a' | 'b'
+  /**
+   * The recall under test; default: the service's lexical path, `recallBlocksHybrid(store, null, …)`.
+   * With an embedder (`hybridRecallFn`) a hit's relevance is the larger of its lexical relevance
+   * and its cosine, which is what the gate then reads.
+   */
+  recall?: RecallFn
+  /** Name of the recall under test in the result. */
+  label?: string
 }
 
 /** One turn: what the gate-less and the gated injection would show. */
@@ -62,6 +71,7 @@ export async function runPrecisionBench(set: EvalSet, options: PrecisionOptions)
   const topK = options.gate.topK
   const queries = set.queries.filter((_, i) => options.half === undefined || i % 2 === (options.half === 'a' ? 0 : 1))
   const render = (hits: readonly Hit[]) => renderRecall(hits, budget).text.length
+  const recall = options.recall ?? ((store, query, { topK }) => recallBlocksHybrid(store, null, query, { topK }))
 
   // Positives and leave-gold-out: each query in its own store.
   const positive = { ungated: side(), gated: side(), foundUngated: 0, foundGated: 0 }
@@ -72,7 +82,7 @@ export async function runPrecisionBench(set: EvalSet, options: PrecisionOptions)
       for (const q of queries.filter((q) => options.mode === 'global' || q.scope === scope)) {
         const gold = new Set(q.gold)
         const isGold = (h: Hit) => (evalIds.get(h.id) ?? []).some((id) => gold.has(id))
-        const hits = await recallBlocksHybrid(store, null, q.query, { topK: topK + q.gold.length })
+        const hits = await recall(store, q.query, { topK: topK + q.gold.length })
         const turn = gate(q, isAbstention(hits) ? hits : hits.slice(0, topK), options.gate, store.count())
         count(positive.ungated, turn.ungated, turn.notice, render)
         count(positive.gated, turn.gated, turn.notice, render)
@@ -94,7 +104,7 @@ export async function runPrecisionBench(set: EvalSet, options: PrecisionOptions)
     const { store } = buildStore(blocks)
     try {
       for (const q of queriesOf) {
-        const hits = await recallBlocksHybrid(store, null, q.query, { topK })
+        const hits = await recall(store, q.query, { topK })
         const turn = gate(q, hits, options.gate, store.count())
         count(negative.ungated, turn.ungated, turn.notice, render)
         count(negative.gated, turn.gated, turn.notice, render)
@@ -111,6 +121,7 @@ export async function runPrecisionBench(set: EvalSet, options: PrecisionOptions)
     mode: options.mode,
     negatives: options.negatives.kind === 'cross-set' ? `cross-set against ${options.negatives.against.name}` : 'cross-scope',
     half: options.half ?? 'all',
+    recall: options.label ?? 'recallBlocksHybrid(store, null) (lexical)',
     gate: { minRelevance: options.gate.minRelevance, falloff: options.gate.falloff, minScore: options.gate.minScore, topK },
     ungated: {
       'recall@5': round(n === 0 ? 0 : positive.foundUngated / n),

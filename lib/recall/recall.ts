@@ -7,6 +7,7 @@ import { COVERAGE_SHARE, coverage, weightedWords } from './coverage.ts'
 import { matchAny, matchPhrase } from './fts-query.ts'
 import { phraseForms, presentNeighbours } from './near-symbols.ts'
 import { queryContent, relevance } from './relevance.ts'
+import { recallPass } from './pass-source.ts'
 import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
 import type { RecallSource } from './source.ts'
 import { analyzeQuery, containsWhole, isEmptyAnalysis, symbolVariants, type QueryAnalysis } from './symbols.ts'
@@ -77,7 +78,8 @@ interface Candidate {
  * 8. Each returned hit carries its absolute relevance: how much of the query's specific content
  *    it holds, or of its own the query mentions (`relevance.ts`), which the injection gate reads (`gate.ts`).
  */
-export function recallBlocks(store: RecallSource, query: string, options: RecallOptions & RankingSwitches = {}): RecallHits {
+export function recallBlocks(source: RecallSource, query: string, options: RecallOptions & RankingSwitches = {}): RecallHits {
+  const store = recallPass(source) // each count read once per pass (`pass-source.ts`)
   const topK = clampTopK(options.topK)
   const text = scrubQuery(typeof query === 'string' ? query : '')
   const full = analyzeQuery(text)
@@ -148,7 +150,7 @@ export function recallBlocks(store: RecallSource, query: string, options: Recall
   const kept = options.arbitration === false ? scored.slice(0, topK) : arbitrate(scored, topK)
   const content = options.relevance === false || kept.length === 0 ? undefined : queryContent(store, full, text)
   const hits = kept.map((c) => ({
-    id: c.id, text: c.text, score: c.score, exact: c.exact, relevance: content === undefined ? 1 : relevance(content, c.text),
+    id: c.id, text: c.text, score: c.score, exact: c.exact, relevance: content === undefined ? 1 : relevance(content, c.text, c.id),
     why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical),
   }))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))

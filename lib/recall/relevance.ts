@@ -1,8 +1,9 @@
 import type { RecallSource } from './source.ts'
 import { matchPhrase } from './fts-query.ts'
 import { scrubQuery } from '../text/normalize.ts'
+import { cachedNoteTerms, noteTerms, type NoteTerms } from './note-terms.ts'
 import { CJK_FUNCTION_WORDS, CJK_PARTICLES, ENGLISH_STOPWORDS } from './stopwords.ts'
-import { analyzeQuery, containsWhole, containsWordStem, MAX_QUERY_CHARS, noteTerms, queryTurns, symbolVariants, type QueryAnalysis } from './symbols.ts'
+import { analyzeQuery, containsStem, containsWhole, MAX_QUERY_CHARS, queryTurns, symbolVariants, wordStem, type QueryAnalysis } from './symbols.ts'
 
 /**
  * Absolute relevance: how much a note and the query have specifically in common. Recall's score
@@ -24,7 +25,9 @@ import { analyzeQuery, containsWhole, containsWordStem, MAX_QUERY_CHARS, noteTer
  *   paragraph that shares the chat's everyday words; but a short memory of the same event is
  *   largely *in* the chat, and a paragraph full of names and dates is not. It does not shrink with
  *   the query's length, and it reads only the note's text and the query (no index counts: it
- *   runs on every hit of every turn).
+ *   runs on every hit of every turn). The note's terms are read in one pass and remembered by
+ *   block id (`note-terms.ts`); the note's words are looked up among the query's words, sorted,
+ *   rather than searched for in its text.
  *
  * A note's relevance is the larger of the query-side share and `NOTE_SIDE_WEIGHT` × the note-side
  * share, capped at 1. When the query names someone or something (capitalised Latin words) and the
@@ -42,6 +45,8 @@ interface Part {
   mass: number
   /** An exact symbol's spellings (`symbolVariants`), computed once per query. */
   variants?: string[]
+  /** A word's stem (`wordStem`), computed once per query. */
+  stem?: string
 }
 
 /** The query's specific parts and their total mass, with what `relevance()` needs to read notes against it. */
@@ -52,6 +57,12 @@ export interface QueryContent {
   lower: string
   /** Every CJK bigram of the query: where a note's bigrams are looked for. */
   bigrams: ReadonlySet<string>
+  /**
+   * The distinct words of `lower`, sorted: maximal runs of a–z not preceded by a letter, digit
+   * or underscore. A note's word is in the query (`containsStem(lower, stem)`) exactly when its
+   * stem begins one of them, which a binary search finds.
+   */
+  words: readonly string[]
   /** Names the query mentions when the store holds none of them (then every note's relevance is 0). */
   unknownNames: readonly string[]
 }
@@ -79,12 +90,14 @@ function artefact(gram: string, absent: boolean): boolean {
   return false
 }
 
-/** The weighted parts of an analysed query against this store (see the module comment for which bigrams count). */
-function partsIn(store: RecallSource, analysis: QueryAnalysis): Part[] {
+/** The weighted parts of an analysed query against this store (see the module comment for which bigrams count); `df` gets each word's document frequency. */
+function partsIn(store: RecallSource, analysis: QueryAnalysis, df: Map<string, number>): Part[] {
   const n = store.count()
   const parts: Part[] = []
   for (const word of analysis.words) {
-    parts.push({ kind: 'word', term: word, mass: (analysis.weights.get(word) ?? 1) * idf(n, store.matchCount(matchPhrase(word))) })
+    const count = store.matchCount(matchPhrase(word))
+    df.set(word, count)
+    parts.push({ kind: 'word', term: word, mass: (analysis.weights.get(word) ?? 1) * idf(n, count), stem: wordStem(word) })
   }
   const bigramDf = store.cjkDocumentFrequencies(analysis.cjkBigrams)
   for (const gram of analysis.cjkBigrams) {
@@ -106,18 +119,54 @@ function partsIn(store: RecallSource, analysis: QueryAnalysis): Part[] {
  * makes a store irrelevant to a query. `text` is the scrubbed query the analysis came from.
  */
 export function queryContent(store: RecallSource, analysis: QueryAnalysis, text: string): QueryContent {
-  const parts = partsIn(store, analysis)
+  const df = new Map<string, number>()
+  const parts = partsIn(store, analysis, df)
   // The same bound as the analysis: a 1 MB query costs no more than a long message.
   const turns = queryTurns(text.length > MAX_QUERY_CHARS ? text.slice(-MAX_QUERY_CHARS) : text).map((turn) => turn.text)
   const lower = turns.join('\n').toLowerCase()
   const names = namesOf(turns)
-  const unknownNames = names.some((name) => store.matchCount(matchPhrase(name)) > 0) ? [] : names
-  return { parts, total: parts.reduce((sum, p) => sum + p.mass, 0), lower, bigrams: new Set(analysis.cjkBigrams), unknownNames }
+  // A name is usually one of the query's words, whose count was just read.
+  const unknownNames = names.some((name) => (df.get(name) ?? store.matchCount(matchPhrase(name))) > 0) ? [] : names
+  return { parts, total: parts.reduce((sum, p) => sum + p.mass, 0), lower, bigrams: new Set(analysis.cjkBigrams), words: wordsOf(lower), unknownNames }
+}
+
+/** The distinct words of a lower-cased text, sorted (`QueryContent.words`). */
+function wordsOf(lower: string): string[] {
+  const words = new Set<string>()
+  let start = -1
+  for (let i = 0; i <= lower.length; i++) {
+    const c = i < lower.length ? lower.charCodeAt(i) : 0
+    const letter = c >= 0x61 && c <= 0x7a
+    if (letter) {
+      if (start < 0 && (i === 0 || !isWordCode(lower.charCodeAt(i - 1)))) start = i
+    } else if (start >= 0) {
+      words.add(lower.slice(start, i))
+      start = -1
+    }
+  }
+  return [...words].sort()
+}
+
+/** `[a-z0-9_]`: a character that glues to the word after it (`containsStem`). */
+function isWordCode(c: number): boolean {
+  return (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x5f
+}
+
+/** Whether one of the sorted `words` begins with `stem`: the first word not below it does, if any does. */
+function beginsWord(words: readonly string[], stem: string): boolean {
+  let lo = 0
+  let hi = words.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (words[mid]! < stem) lo = mid + 1
+    else hi = mid
+  }
+  return lo < words.length && words[lo]!.startsWith(stem)
 }
 
 /** Whether a lower-cased text holds one part: a word as in coverage (the stem as a word prefix), a bigram as a substring, a symbol as a whole token in any spelling. */
 function holds(lowerText: string, part: Part): boolean {
-  return part.kind === 'word' ? containsWordStem(lowerText, part.term)
+  return part.kind === 'word' ? containsStem(lowerText, part.stem!)
     : part.kind === 'bigram' ? lowerText.includes(part.term)
       : (part.variants ?? [part.term]).some((v) => containsWhole(lowerText, v))
 }
@@ -130,42 +179,36 @@ function queryShare(content: QueryContent, lowerNote: string): number {
 }
 
 /**
- * The share (0…1) of a note's own terms that the query mentions. Bigrams holding a particle are
- * left out (the note's df is not read, so every such bigram counts as an artefact here).
+ * The share (0…1) of a note's own terms (`note-terms.ts`: bigrams holding a particle are left
+ * out, as the note's df is not read) that the query mentions.
  */
-function noteShare(content: QueryContent, noteText: string): number {
-  const terms = noteTerms(noteText)
-  let total = 0
+function noteShare(content: QueryContent, terms: NoteTerms): number {
   let held = 0
-  for (const word of terms.words) {
-    total++
-    if (containsWordStem(content.lower, word)) held++
-  }
-  for (const gram of terms.cjkBigrams) {
-    if (artefact(gram, true)) continue
-    total++
-    if (content.bigrams.has(gram)) held++
-  }
-  for (const symbol of terms.exact) {
-    total++
-    if (symbolVariants(symbol).some((v) => containsWhole(content.lower, v))) held++
-  }
+  for (const stem of terms.stems) if (beginsWord(content.words, stem)) held++
+  for (const gram of terms.grams) if (content.bigrams.has(gram)) held++
+  for (const variants of terms.exact) if (variants.some((v) => containsWhole(content.lower, v))) held++
+  const total = terms.stems.length + terms.grams.length + terms.exact.length
   return total === 0 ? 0 : held / total
 }
 
-/** Both sides of one note's relevance: the share of the query it holds and the share of it the query mentions. */
-export function relevanceSides(content: QueryContent, noteText: string): { query: number, note: number } {
+/**
+ * Both sides of one note's relevance: the share of the query it holds and the share of it the
+ * query mentions. With the note's block `id` its terms are read once and remembered.
+ */
+export function relevanceSides(content: QueryContent, noteText: string, id?: string): { query: number, note: number } {
   if (content.unknownNames.length > 0 || content.total <= 0) return { query: 0, note: 0 }
-  return { query: queryShare(content, noteText.toLowerCase()), note: noteShare(content, noteText) }
+  const terms = id === undefined ? noteTerms(noteText) : cachedNoteTerms(id, noteText)
+  return { query: queryShare(content, noteText.toLowerCase()), note: noteShare(content, terms) }
 }
 
 /**
  * The relevance (0…1) of one note to the query: the larger of the query-side share and
  * `NOTE_SIDE_WEIGHT` × the note-side share, capped at 1. 0 for a query with nothing specific,
- * and for every note when the query names only names the store has never seen.
+ * and for every note when the query names only names the store has never seen. Pass the note's
+ * block `id` when there is one, so its terms are read once across turns.
  */
-export function relevance(content: QueryContent, noteText: string): number {
-  const sides = relevanceSides(content, noteText)
+export function relevance(content: QueryContent, noteText: string, id?: string): number {
+  const sides = relevanceSides(content, noteText, id)
   return Math.min(1, Math.max(sides.query, NOTE_SIDE_WEIGHT * sides.note))
 }
 

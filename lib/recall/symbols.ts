@@ -91,26 +91,6 @@ function latinTerms(text: string, exact: Set<string>, onWord: (word: string) => 
   }
 }
 
-/** The terms of a note as the relevance signal reads them. */
-export interface NoteTerms {
-  exact: string[]
-  words: string[]
-  cjkBigrams: string[]
-}
-
-/**
- * A note's exact symbols, Latin content words and CJK bigrams, as `analyzeQuery` finds them but
- * without the word segmenter or turn weights: cheap enough to run on every hit of every turn.
- */
-export function noteTerms(text: string): NoteTerms {
-  const exact = new Set<string>()
-  const words = new Set<string>()
-  latinTerms(text, exact, (word) => words.add(word))
-  const grams = new Set<string>()
-  for (const run of cjkRuns(text)) for (const gram of bigrams(run)) grams.add(gram)
-  return { exact: [...exact], words: [...words], cjkBigrams: [...grams] }
-}
-
 /** Largest weight one query term gets from repetition in a transcript (BM25's query-term saturation). */
 export const MAX_TERM_WEIGHT = 3
 
@@ -181,19 +161,33 @@ export function symbolVariants(symbol: string): string[] {
   return [symbol]
 }
 
+/** `ch` (one UTF-16 unit, or '' past either end) is one of `[a-z0-9_]`. */
 function isAlnum(ch: string): boolean {
-  return ch !== '' && /[a-z0-9_]/.test(ch)
+  if (ch.length !== 1) return false
+  const c = ch.charCodeAt(0)
+  return (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x5f
 }
 
-/** English inflection endings stripped before a word is looked for as a prefix ("painted" ↔ "painting"). */
-const SUFFIX = /(?:ing|ed|es|s)$/
+/** English inflection endings stripped before a word is looked for as a prefix ("painted" ↔ "painting"): -ing, -ed, -es, -s. */
 
 /**
  * Whether `lowerText` has a word starting with the stem of `word`: a light stand-in for the
  * index's Porter stemmer, so coverage counts "paints" and "painting" for the query word "painted".
  */
 export function containsWordStem(lowerText: string, word: string): boolean {
-  const stem = word.length > 4 ? word.replace(SUFFIX, '') : word
+  return containsStem(lowerText, wordStem(word))
+}
+
+/** What `containsWordStem` looks for: a word of 5+ letters without its inflection ending, a shorter one as it is. */
+export function wordStem(word: string): string {
+  if (word.length <= 4) return word
+  if (word.endsWith('ing')) return word.slice(0, -3)
+  if (word.endsWith('ed') || word.endsWith('es')) return word.slice(0, -2)
+  return word.endsWith('s') ? word.slice(0, -1) : word
+}
+
+/** Whether `lowerText` has a word starting with `stem` (one not preceded by a letter, digit or underscore). */
+export function containsStem(lowerText: string, stem: string): boolean {
   let from = 0
   for (;;) {
     const at = lowerText.indexOf(stem, from)
