@@ -10,11 +10,11 @@ import { phraseHits, tokens, termKey, unpackTokens } from './terms.ts'
 
 /**
  * The team layer's recall: the same lexical ranking as the local store's (`recallBlocks`), run
- * over a `TeamSnapshot` filled from PostgreSQL in two round trips of prepared statements:
+ * over a `TeamSnapshot` filled from PostgreSQL in two round trips of prepared statements (one
+ * more per multi-token exact phrase):
  * 1. the namespace's note and token counts and the document frequency of every single-token term
- *    of the query (the `terms` table); beside it, per multi-token exact phrase (`10.0.0.1`,
- *    `v2.3.1`), the notes whose lower-cased text holds it (the `pg_trgm` index), checked token by
- *    token here;
+ *    of the query (the `terms` table); then, per multi-token exact phrase (`10.0.0.1`, `v2.3.1`),
+ *    the notes whose lower-cased text holds it (the `pg_trgm` index), checked token by token here;
  * 2. the candidates, ranked on the server from the postings (`schema.ts`): bm25 over the terms
  *    the search keeps (`searchTerms`, the rarest within the same postings bound as locally), the
  *    best `RANKED_ROWS`; or, when that lone term is past the bound, its newest holders, as the
@@ -50,36 +50,28 @@ const PHRASE_ROWS = 200
 /** Most multi-token phrases looked up per query. */
 const MAX_PHRASES = 8
 
-/** A note's columns, as a JSON array (a recall's rows arrive as one JSON value per statement). */
-const ROW_JSON = 'json_build_array(n.seq, n.id, n.text, n.toks, n.member, n.created_at, n.scene, n.superseded_by)'
+/** A note row as the driver returns it (`rowMode: 'array'`; bigints as strings); candidate rows add the supersede answer. */
+type DbRow = [seq: string, id: string, text: string, toks: string, member: string, createdAt: string, scene: string, supersededBy: string | null, superseded?: string[] | null]
 
-type JsonRow = [seq: number, id: string, text: string, toks: string, member: string, createdAt: number, scene: string, supersededBy: string | null]
-
-function toRow([seq, id, text, toks, member, createdAt, scene, supersededBy]: JsonRow): TeamRow {
-  return { seq, id, text, tokens: unpackTokens(toks), member, createdAt, scene, supersededBy }
+function fromDb([seq, id, text, toks, member, createdAt, scene, supersededBy]: DbRow): TeamRow {
+  return { seq: Number(seq), id, text, tokens: unpackTokens(toks), member, createdAt: Number(createdAt), scene, supersededBy }
 }
 
-/** A candidate row as the driver returns it (`rowMode: 'array'`; bigints as strings), the last column the supersede answer. */
-type DbRow = [seq: string, id: string, text: string, toks: string, member: string, createdAt: string, scene: string, supersededBy: string | null, superseded: string[] | null]
-
-function fromDb(r: DbRow): TeamRow {
-  return toRow([Number(r[0]), r[1], r[2], r[3], r[4], Number(r[5]), r[6], r[7]])
-}
-
-/**
- * The statements of a recall, prepared once per connection (node-postgres names them). The first:
- * the counts, the document frequencies of the keys $2, and per LIKE pattern of $3 the shortest
- * notes matching it, each tagged with its pattern's position.
- */
+/** The statements of a recall, prepared once per connection (node-postgres names them). The counts and the document frequencies of the keys $2. */
 const STATS = {
   name: 'stablemem.recall.stats',
   text: `SELECT (SELECT notes FROM stablemem.stats WHERE namespace = $1) AS notes, (SELECT tokens FROM stablemem.stats WHERE namespace = $1) AS tokens,
-    (SELECT json_object_agg(term, df) FROM stablemem.terms WHERE namespace = $1 AND term = ANY($2::text[])) AS df,
-    (SELECT json_agg(json_build_array(p.i, x.row)) FROM unnest($3::text[]) WITH ORDINALITY AS p(pattern, i) CROSS JOIN LATERAL (
-      SELECT ${ROW_JSON} AS row FROM stablemem.notes n WHERE n.namespace = $1 AND lower(n.text) LIKE p.pattern ORDER BY length(n.text), n.id LIMIT ${PHRASE_ROWS}) x) AS phrases`,
+    (SELECT json_object_agg(term, df) FROM stablemem.terms WHERE namespace = $1 AND term = ANY($2::text[])) AS df`,
+}
+/** The shortest notes holding the substring $2 (a LIKE pattern; the `pg_trgm` index finds them). */
+const PHRASE = {
+  name: 'stablemem.recall.phrase',
+  text: `SELECT n.seq, n.id, n.text, n.toks, n.member, n.created_at, n.scene, n.superseded_by FROM stablemem.notes n
+    WHERE n.namespace = $1 AND lower(n.text) LIKE $2 ORDER BY length(n.text), n.id LIMIT ${PHRASE_ROWS}`,
 }
 /**
- * The candidates: $2/$3 the OR search's term keys and their IDFs (summed over repeats), $4
+ * The candidates (every condition spelt so that a generic plan, which cannot see the values,
+ * still uses the indexes: `supersedes <> ''` is the partial index's predicate): $2/$3 the OR search's term keys and their IDFs (summed over repeats), $4
  * whether its lone term is past the postings bound (then its newest holders instead), $5 the
  * exact symbols' keys, bm25's length normalisation as $6 + $7 × length (the constant factor
  * k1 + 1 left out: it does not change the order). The rows are the candidates' notes, then one
@@ -96,11 +88,11 @@ const CANDIDATES_SQL = {
     SELECT n.seq, n.id, n.text, n.toks, n.member, n.created_at, n.scene, n.superseded_by, NULL::text[] AS superseded FROM stablemem.notes n
       WHERE n.namespace = $1 AND n.seq = ANY (ARRAY(SELECT seq FROM ranked UNION SELECT seq FROM newest UNION SELECT seq FROM exact))
     UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ARRAY(SELECT supersedes FROM stablemem.notes
-      WHERE namespace = $1 AND supersedes = ANY($8::text[]) AND superseded_by IS NULL)`,
+      WHERE namespace = $1 AND supersedes <> '' AND supersedes = ANY($8::text[]) AND superseded_by IS NULL)`,
 }
 const SUPERSEDED = {
   name: 'stablemem.recall.superseded',
-  text: 'SELECT array_agg(supersedes) AS superseded FROM stablemem.notes WHERE namespace = $1 AND supersedes = ANY($2::text[]) AND superseded_by IS NULL',
+  text: `SELECT array_agg(supersedes) AS superseded FROM stablemem.notes WHERE namespace = $1 AND supersedes <> '' AND supersedes = ANY($2::text[]) AND superseded_by IS NULL`,
 }
 
 /** A LIKE pattern that finds `text` as a substring, its wildcards escaped. */
@@ -137,20 +129,21 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
   }
 
   const phraseList = [...new Set(multi)].slice(0, MAX_PHRASES)
-  const stats = await client.query<{ notes: string | null, tokens: string | null, df: Record<string, number> | null, phrases: Array<[number, JsonRow]> | null }>(
-    { ...STATS, values: [namespace, [...single], phraseList.map((symbol) => containsPattern(symbol.toLowerCase()))] })
+  const stats = await client.query<{ notes: string | null, tokens: string | null, df: Record<string, number> | null }>({ ...STATS, values: [namespace, [...single]] })
   late()
   const s = stats.rows[0]!
   const counts = new Map<string, number>(Object.entries(s.df ?? {}))
   const notes = Number(s.notes ?? 0)
   const tokenTotal = Number(s.tokens ?? 0)
   const snapshot = new TeamSnapshot(notes, tokenTotal, counts)
-  phraseList.forEach((symbol, i) => {
+  for (const symbol of notes === 0 ? [] : phraseList) {
+    const { rows } = await client.query<DbRow>({ ...PHRASE, rowMode: 'array', values: [namespace, containsPattern(symbol.toLowerCase())] })
+    late()
     const phrase = tokens(symbol)
-    const held = (s.phrases ?? []).filter(([at]) => at === i + 1).map(([, row]) => toRow(row)).filter((r) => phraseHits(r.tokens!.latin, phrase) > 0)
+    const held = rows.map(fromDb).filter((r) => phraseHits(r.tokens!.latin, phrase) > 0)
     counts.set(phraseKey('latin', phrase), held.length)
     snapshot.addRows(held)
-  })
+  }
   if (snapshot.count() === 0) return { hits: [], heldSymbols: new Set(), supersededLocal: new Set() }
 
   const analysis = specificTerms(snapshot, full)
