@@ -51,25 +51,30 @@ const config = resolveConfig({})
 const TOP_K = config.topK
 
 interface Sample { wall: number, cpu: number, server: number }
-/** CPU time the server processes `pids` have used, in ms (`/proc/PID/schedstat`, ns resolution); 0 where unreadable. */
-function serverCpu(pids: readonly number[]): number {
-  let ns = 0
+/** CPU time each server process of `pids` has used, in ms (`/proc/PID/schedstat`, ns resolution); absent where unreadable. */
+function serverCpu(pids: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>()
   for (const pid of pids) {
     try {
-      ns += Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0])
+      out.set(pid, Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6)
     } catch {}
   }
-  return ns / 1e6
+  return out
 }
-/** Wall and CPU time of `fn`: this process's (`process.cpuUsage`) and that of the server backends `pids` (read outside the timed span). */
-async function timed<T>(fn: () => Promise<T> | T, pids: readonly number[] = []): Promise<[T, Sample]> {
-  const server = serverCpu(pids)
+/**
+ * Wall and CPU time of `fn`: this process's (`process.cpuUsage`) and that of the server backends
+ * `pids()` names (asked before and after, outside the timed span; a backend that appeared meanwhile counts whole).
+ */
+async function timed<T>(fn: () => Promise<T> | T, pids: () => Promise<number[]> = async () => []): Promise<[T, Sample]> {
+  const before = serverCpu(await pids())
   const cpu = process.cpuUsage()
   const t0 = performance.now()
   const value = await fn()
   const wall = performance.now() - t0
   const used = process.cpuUsage(cpu)
-  return [value, { wall, cpu: (used.user + used.system) / 1000, server: serverCpu(pids) - server }]
+  let server = 0
+  for (const [pid, ms] of serverCpu(await pids())) server += ms - (before.get(pid) ?? 0)
+  return [value, { wall, cpu: (used.user + used.system) / 1000, server }]
 }
 function q(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
@@ -146,10 +151,11 @@ try {
   const byKind: Record<string, unknown> = {}
   for (let w = 0; w < 20; w++) await merged(gen.query('en_words', w)) // warm the pool and caches
   const degradedBefore = layer.stats().degraded.timeout
-  const direct = [(await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid]
+  const directPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
+  const direct = async () => [directPid]
+  const pooled = async () => (await backendPids()).filter((pid) => pid !== directPid) // the layer's pool
   for (const kind of QUERY_KINDS) {
     const s = { team: [] as Sample[], local: [] as Sample[], merged: [] as Sample[] }
-    const pooled = (await backendPids()).filter((pid) => !direct.includes(pid)) // the layer's pool
     for (let i = 0; i < Q; i++) {
       const query = gen.query(kind, Math.floor((i + 0.5) * N / Q))
       s.team.push((await timed(() => teamRecall(client, 'bench', query, TOP_K, () => []), direct))[1])

@@ -37,12 +37,12 @@ export interface TeamResult {
   hits: TeamHit[]
   /** The query's decisive symbols (`abstain.ts`) some team note holds. */
   heldSymbols: Set<string>
-  /** Local ids that a current team note supersedes (asked for once the local recall is done). */
+  /** Local ids that a current team note supersedes (asked for with the candidates, the local recall done by then). */
   supersededLocal: Set<string>
 }
 
 /** Rows the server ranks for the OR search: the local search keeps `CANDIDATES`; the margin absorbs rounding at the cut. */
-export const RANKED_ROWS = CANDIDATES + 56
+const RANKED_ROWS = CANDIDATES + 56
 /** Rows per single-token exact symbol: the local search keeps `EXACT_CANDIDATES`. */
 const EXACT_ROWS = EXACT_CANDIDATES + 14
 /** Most rows read per multi-token phrase. */
@@ -51,7 +51,7 @@ const PHRASE_ROWS = 200
 const MAX_PHRASES = 8
 
 /** A note row as the driver returns it (`rowMode: 'array'`; bigints as strings); candidate rows add the supersede answer. */
-type DbRow = [seq: string, id: string, text: string, toks: string, member: string, createdAt: string, scene: string, supersededBy: string | null, superseded?: string[] | null]
+type DbRow = [seq: string | null, id: string, text: string, toks: string, member: string, createdAt: string, scene: string, supersededBy: string | null, superseded?: string[] | null]
 
 function fromDb([seq, id, text, toks, member, createdAt, scene, supersededBy]: DbRow): TeamRow {
   return { seq: Number(seq), id, text, tokens: unpackTokens(toks), member, createdAt: Number(createdAt), scene, supersededBy }
@@ -70,12 +70,13 @@ const PHRASE = {
     WHERE n.namespace = $1 AND lower(n.text) LIKE $2 ORDER BY length(n.text), n.id LIMIT ${PHRASE_ROWS}`,
 }
 /**
- * The candidates (every condition spelt so that a generic plan, which cannot see the values,
- * still uses the indexes: `supersedes <> ''` is the partial index's predicate): $2/$3 the OR search's term keys and their IDFs (summed over repeats), $4
+ * The candidates: $2/$3 the OR search's term keys and their IDFs (summed over repeats), $4
  * whether its lone term is past the postings bound (then its newest holders instead), $5 the
  * exact symbols' keys, bm25's length normalisation as $6 + $7 × length (the constant factor
- * k1 + 1 left out: it does not change the order). The rows are the candidates' notes, then one
- * last row (`seq` null) with which of the local ids $8 a current team note supersedes.
+ * k1 + 1 left out: it does not change the order). The rows are the candidates' notes, and one
+ * row with `seq` null holding which of the local ids $8 a current team note supersedes. Every
+ * condition is spelt so that a generic plan, which cannot see the values, still uses the
+ * indexes (`supersedes <> ''` is the partial index's predicate).
  */
 const CANDIDATES_SQL = {
   name: 'stablemem.recall.candidates',
@@ -169,8 +170,8 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
   const found = await client.query<DbRow>({ ...CANDIDATES_SQL, rowMode: 'array', values: [namespace, [...weights.keys()], [...weights.values()],
     postings > SEARCH_POSTINGS, [...exactKeys], K1 * (1 - B), avgLength > 0 ? K1 * B / avgLength : 0, [...ids]] })
   late()
-  const last = found.rows.pop()!
-  snapshot.addRows(found.rows.map(fromDb))
+  const answer = found.rows.find((r) => r[0] === null)
+  snapshot.addRows(found.rows.filter((r) => r[0] !== null).map(fromDb))
   const hits = recallBlocks(snapshot, query, { topK, abstain: false }).map((h): TeamHit => {
     const row = snapshot.row(h.id)!
     return { ...h, team: { member: row.member, savedAt: row.createdAt } }
@@ -181,7 +182,7 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
   }))
   // The local recall usually finished before the candidates were asked for; if not, ask now.
   const after = ids.length > 0 ? [] : localIds()
-  const superseded = after.length > 0 ? (await client.query<{ superseded: string[] | null }>({ ...SUPERSEDED, values: [namespace, [...after]] })).rows[0]!.superseded : last[8]
+  const superseded = after.length > 0 ? (await client.query<{ superseded: string[] | null }>({ ...SUPERSEDED, values: [namespace, [...after]] })).rows[0]!.superseded : answer?.[8]
   const supersededLocal = new Set(superseded ?? [])
   return { hits, heldSymbols, supersededLocal }
 }
