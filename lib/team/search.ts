@@ -10,8 +10,8 @@ import { phraseHits, tokens, termKey, unpackTokens } from './terms.ts'
 
 /**
  * The team layer's recall: the same lexical ranking as the local store's (`recallBlocks`), run
- * over a `TeamSnapshot` filled from PostgreSQL in two round trips of prepared statements (one
- * more per multi-token exact phrase):
+ * over a `TeamSnapshot` filled from PostgreSQL in two round trips of prepared statements (and
+ * one more, planned for its pattern, per multi-token exact phrase):
  * 1. the namespace's note and token counts and the document frequency of every single-token term
  *    of the query (the `terms` table); then, per multi-token exact phrase (`10.0.0.1`, `v2.3.1`),
  *    the notes whose lower-cased text holds it (the `pg_trgm` index), checked token by token here;
@@ -63,9 +63,12 @@ const STATS = {
   text: `SELECT (SELECT notes FROM stablemem.stats WHERE namespace = $1) AS notes, (SELECT tokens FROM stablemem.stats WHERE namespace = $1) AS tokens,
     (SELECT json_object_agg(term, df) FROM stablemem.terms WHERE namespace = $1 AND term = ANY($2::text[])) AS df`,
 }
-/** The shortest notes holding the substring $2 (a LIKE pattern; the `pg_trgm` index finds them). */
+/**
+ * The shortest notes holding the substring $2 (a LIKE pattern). Deliberately not a named
+ * statement: only a plan made for the pattern itself uses the `pg_trgm` index; a generic plan
+ * cannot see the pattern and scans every note (365 ms of server CPU per query at 100k).
+ */
 const PHRASE = {
-  name: 'stablemem.recall.phrase',
   text: `SELECT n.seq, n.id, n.text, n.toks, n.member, n.created_at, n.scene, n.superseded_by FROM stablemem.notes n
     WHERE n.namespace = $1 AND lower(n.text) LIKE $2 ORDER BY length(n.text), n.id LIMIT ${PHRASE_ROWS}`,
 }
