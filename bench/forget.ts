@@ -1,5 +1,5 @@
 /**
- * `npm run bench:forget -- [--blocks 100000] [--forget 10000] [--single 20] [--batch 300] [--commit-blocks 20000] [--json]`
+ * `npm run bench:forget -- [--blocks 100000] [--forget 10000] [--single 20] [--batch 300] [--commit-blocks 20000] [--baseline-lib <dir>] [--json]`
  *
  * What forgetting costs and what it leaves, at N blocks (seeded synthetic corpus, bench/corpus.ts),
  * all in one run, each time as wall and CPU time (`process.cpuUsage`; under load CPU time is close
@@ -10,7 +10,9 @@
  *    the checkpoint, which is what every forget used to cost;
  * 3. forgetting `--batch` notes by id in one call (still the secure-delete way, near break-even);
  * 4. forgetting `--forget` notes by one filter (`{scene}`) in one call (the issue's bound: ≤ 1 s for
- *    10,000 at 100k; the rewrite way);
+ *    10,000 at 100k; the rewrite way); with `--baseline-lib <dir>` (the `lib/` of another commit,
+ *    e.g. `git archive <commit> lib | tar -x -C .cache/baseline`), first the same forget by that
+ *    code on a byte-identical copy of the store, as the baseline of the same run (ratio);
  * 5. recall latency p50/p99 over the same queries before and after the large deletion (ratio);
  * 6. the file size after `vacuum` against a fresh import of the remaining notes into a new file
  *    (also vacuumed, so both are compact), as a ratio;
@@ -19,9 +21,10 @@
  *    index with secure-delete off, and the previous release's `contentless_delete` index.
  * With `--json` the last line is one JSON object.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { DatabaseSync } from 'node:sqlite'
 import { recallBlocks } from '../lib/recall/recall.ts'
@@ -40,6 +43,7 @@ const { values: args } = parseArgs({
     'commit-blocks': { type: 'string', default: '20000' },
     queries: { type: 'string', default: '300' },
     seed: { type: 'string', default: '20261130' },
+    'baseline-lib': { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 })
@@ -137,8 +141,20 @@ const batchWay = indexDeletion(batchIds.length, store.count())
 const batch = perNote(timed(() => { store.forget(batchIds) }), batchIds.length)
 log(`${batch.notes} ids in one call (${batchWay}): ${round(batch.wall_ms_per_note * batch.notes, 0)} ms wall, ${round(batch.cpu_ms_per_note * batch.notes, 0)} ms CPU`)
 
-// 4. The large forget by filter.
+// 4. The large forget by filter: first by the baseline's code on a copy (the WAL is empty after every forget), then by this code.
 const filterWay = indexDeletion(FORGET, store.count())
+let baselineFilter: { wall_ms: number, cpu_ms: number, lib: string } | undefined
+if (args['baseline-lib'] !== undefined) {
+  const lib = resolve(args['baseline-lib'])
+  const { BlockStore: Baseline } = await import(pathToFileURL(join(lib, 'store', 'store.ts')).href) as { BlockStore: typeof BlockStore }
+  const copy = join(dir, 'baseline.db')
+  copyFileSync(path, copy)
+  const other = new Baseline(copy, { duplicates: 'keep' })
+  let forgotten = 0
+  baselineFilter = { ...timed(() => { forgotten = other.forget({ scene: 'doomed' }).deleted.length }), lib }
+  other.close()
+  log(`baseline forget by filter (${lib}): ${forgotten} notes in ${Math.round(baselineFilter.wall_ms)} ms wall, ${Math.round(baselineFilter.cpu_ms)} ms CPU`)
+}
 let result: ReturnType<typeof store.forget> | undefined
 const filter = timed(() => { result = store.forget({ scene: 'doomed' }) })
 log(`forget by filter (${filterWay}): ${result!.deleted.length} notes in ${Math.round(filter.wall_ms)} ms wall, ${Math.round(filter.cpu_ms)} ms CPU (WAL cleared: ${result!.walCleared})`)
@@ -204,6 +220,10 @@ const out = {
   forgotten: result!.deleted.length,
   forget_filter: { ...ms(filter), index: filterWay },
   forget_filter_ms: Math.round(filter.wall_ms),
+  ...(baselineFilter === undefined ? {} : {
+    baseline_forget_filter: { wall_ms: Math.round(baselineFilter.wall_ms), cpu_ms: Math.round(baselineFilter.cpu_ms), lib: baselineFilter.lib },
+    forget_filter_cpu_ratio_vs_baseline: round(filter.cpu_ms / baselineFilter.cpu_ms, 3),
+  }),
   single_id: single,
   baseline_single_with_rewrite: baseline,
   single_speedup_cpu: round(baseline.cpu_ms_per_note / single.cpu_ms_per_note, 1),

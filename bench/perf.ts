@@ -300,8 +300,9 @@ const turnQueries: string[] = []
 for (let i = 0; i < WARMUP + TURNS; i++) turnQueries.push(gen.query(KINDS[i % KINDS.length]!, Math.floor((i * 1_234_567) % N)))
 const pre = await measurePreStep(storePath, turnQueries.slice(WARMUP), WARMUP)
 const prestep = tail(pre.overheadMs)
-log(`pre-step overhead over ${pre.overheadMs.length} turns: p50 ${prestep.p50_ms.toFixed(3)} ms  p99 ${prestep.p99_ms.toFixed(3)} ms  p99.9 ${prestep.p999_ms.toFixed(3)} ms; ` +
-  `${pre.injected}/${pre.turns} turns got notes`)
+const prestepCpu = tail(pre.overheadCpuMs)
+log(`pre-step overhead over ${pre.overheadMs.length} turns: p50 ${prestep.p50_ms.toFixed(3)} ms  p99 ${prestep.p99_ms.toFixed(3)} ms  p99.9 ${prestep.p999_ms.toFixed(3)} ms ` +
+  `(cpu p50 ${prestepCpu.p50_ms.toFixed(3)} ms  p99 ${prestepCpu.p99_ms.toFixed(3)} ms  p99.9 ${prestepCpu.p999_ms.toFixed(3)} ms); ${pre.injected}/${pre.turns} turns got notes`)
 
 // 5. Scopes: W workspaces over the same total, recall within one workspace + global.
 const scoped: Record<string, { p50_ms: number, p99_ms: number }> = {}
@@ -364,6 +365,9 @@ const result = {
   prestep_p50_ms: prestep.p50_ms,
   prestep_p99_ms: prestep.p99_ms,
   prestep_p999_ms: prestep.p999_ms,
+  prestep_cpu_p50_ms: prestepCpu.p50_ms,
+  prestep_cpu_p99_ms: prestepCpu.p99_ms,
+  prestep_cpu_p999_ms: prestepCpu.p999_ms,
   elapsed_s: Math.round(elapsedS),
   cpu_s: Math.round(cpuMs(startedCpu) / 1000),
   load_avg: loadavg().map((l) => round(l, 1)),

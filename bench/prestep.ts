@@ -7,7 +7,9 @@
  *
  * Two timing listeners bracket ours in each waterfall: OUTER runs before it and INNER right after
  * it, so OUTER's duration minus INNER's is exactly the time spent in our listener, per turn,
- * whatever the rest of the loop costs; the turn's sample is the sum over both waterfalls.
+ * whatever the rest of the loop costs; the turn's sample is the sum over both waterfalls. The same
+ * brackets read this process's CPU time (`process.cpuUsage`), which a loaded machine inflates far
+ * less than wall time: the listener is synchronous work between its awaits, so nothing else runs inside.
  */
 import { Context } from '@deepseek-ai/cordis'
 import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
@@ -16,11 +18,12 @@ import { mountAgentLoopTestDependencies } from '@deepseek-ai/dsh-agent-loop-test
 import { SessionId } from '@deepseek-ai/dsh-session'
 import * as plugin from '../lib/index.ts'
 import { ScriptedAdapter, reply, userMessage } from '../test/helpers/harness.ts'
-import { nowMs } from './stats.ts'
+import { cpuMs, nowMs } from './stats.ts'
 
-/** Per-turn overhead samples (ms), and how many of all turns (warm-up included) got an injected recall. */
+/** Per-turn overhead samples (ms, wall and CPU), and how many of all turns (warm-up included) got an injected recall. */
 export interface PreStepResult {
   overheadMs: number[]
+  overheadCpuMs: number[]
   injected: number
   turns: number
 }
@@ -33,11 +36,15 @@ export async function measurePreStep(storePath: string, queries: readonly string
   await ctx.plugin(AgentLoop, { agents: [] })
   let innerStart = 0
   let innerMs = 0
+  let innerCpu = process.cpuUsage()
+  let innerCpuMs = 0
   // INNER: registered (prepend) before the plugin, so the plugin's prepended listener lands in front of it.
   ctx.on('agent/pre-step', async (_payload, next): Promise<PreStepDecision> => {
     innerStart = nowMs()
+    innerCpu = process.cpuUsage()
     const decision = await next()
     innerMs = nowMs() - innerStart
+    innerCpuMs = cpuMs(innerCpu)
     return decision
   }, { prepend: true })
   const fiber = await ctx.plugin(plugin, plugin.resolveConfig({ path: storePath }))
@@ -46,27 +53,42 @@ export async function measurePreStep(storePath: string, queries: readonly string
   // The same bracket around the plugin's (appended, so innermost so far) assemble listener.
   let assembleInnerMs = 0
   let assembleMs = 0
+  let assembleInnerCpuMs = 0
+  let assembleCpuMs = 0
   ctx.on('system-prompt/assemble', async (_assembly, _context, next) => {
     const start = nowMs()
+    const cpu = process.cpuUsage()
     const result = await next()
     assembleInnerMs = nowMs() - start
+    assembleInnerCpuMs = cpuMs(cpu)
     return result
   })
   ctx.on('system-prompt/assemble', async (_assembly, context, next) => {
     const start = nowMs()
+    const cpu = process.cpuUsage()
     assembleInnerMs = Number.NaN
+    assembleInnerCpuMs = Number.NaN
     const result = await next()
-    if (context.agent !== undefined && context.agent.session.events.every((e) => e.type !== 'step/start')) assembleMs = nowMs() - start - assembleInnerMs
+    if (context.agent !== undefined && context.agent.session.events.every((e) => e.type !== 'step/start')) {
+      assembleMs = nowMs() - start - assembleInnerMs
+      assembleCpuMs = cpuMs(cpu) - assembleInnerCpuMs
+    }
     return result
   }, { prepend: true })
   const samples: number[] = []
-  let outerMs = 0
+  const cpuSamples: number[] = []
   ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
     const start = nowMs()
+    const cpu = process.cpuUsage()
     innerMs = Number.NaN
+    innerCpuMs = Number.NaN
     const decision = await next()
-    outerMs = nowMs() - start
-    if (payload.step === 1) samples.push(outerMs - innerMs + assembleMs)
+    const outerMs = nowMs() - start
+    const outerCpuMs = cpuMs(cpu)
+    if (payload.step === 1) {
+      samples.push(outerMs - innerMs + assembleMs)
+      cpuSamples.push(outerCpuMs - innerCpuMs + assembleCpuMs)
+    }
     return decision
   }, { prepend: true })
 
@@ -82,6 +104,7 @@ export async function measurePreStep(storePath: string, queries: readonly string
   await fiber.dispose()
   await ctx.fiber.dispose()
   const overheadMs = samples.slice(warmup)
-  if (overheadMs.some((x) => !Number.isFinite(x) || x < 0)) throw new Error('pre-step timing listeners did not bracket the plugin')
-  return { overheadMs, injected: stats.injections, turns: all.length }
+  const overheadCpuMs = cpuSamples.slice(warmup)
+  if ([...overheadMs, ...overheadCpuMs].some((x) => !Number.isFinite(x) || x < 0)) throw new Error('pre-step timing listeners did not bracket the plugin')
+  return { overheadMs, overheadCpuMs, injected: stats.injections, turns: all.length }
 }

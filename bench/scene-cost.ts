@@ -1,20 +1,28 @@
 /**
+ * `node bench/scene-cost.ts [--scenes 1000] [--refs 100000] [--samples 300] [--json]` (also the
+ * `scene_cost` section of `bench:perf` and `bench:scenes`).
+ *
  * The per-turn cost of scenes on a store holding many of them (default 1,000 scenes and 100,000
- * refs over 20,000 notes), against the lexical recall of the same store in the same run:
- * - resolve: the situation of a human message (its topic words included) and the turn's scene
- *   (one write transaction: join or evidence or creation);
- * - card: the notes of the turn's scenes within the scope union, rendered;
- * - union: the extra work of recall with the scene's notes merged in.
+ * refs over 20,000 notes), against the lexical recall of the same store in the same run. Each
+ * simulated human turn (80% in a known situation, 20% in a new one) goes through the scene API as
+ * the plugin does:
+ * - resolve: `SceneApi.enter` — the situation of the message (topic words included) and the turn's
+ *   scene; sightings are counted in memory and written between turns (`flush`, off the turn's path);
+ * - card: `SceneApi.card` — the notes of the turn's scenes within the scope union, rendered;
+ * - union: the extra work of recall with the scene's notes merged in, after the card (as in a turn);
+ * - similarity: the resolution's comparison step through the similarity index and over every
+ *   scene, checked to agree on every turn.
  * Every figure is wall time and CPU time (`process.cpuUsage`, µs resolution) per turn.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { parseArgs } from 'node:util'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
-import { renderCard } from '../lib/kernel/scenes/card.ts'
-import { situationOf } from '../lib/kernel/scenes/features.ts'
-import { resolveTurn } from '../lib/kernel/scenes/resolve.ts'
-import { feature, newSituation } from '../lib/kernel/scenes/situation.ts'
+import { SceneApi } from '../lib/kernel/scenes/api.ts'
+import { compare } from '../lib/kernel/scenes/resolve.ts'
+import { similarCandidates } from '../lib/kernel/scenes/similar.ts'
+import { feature, newSituation, prepare } from '../lib/kernel/scenes/situation.ts'
 import { withSceneNotes } from '../lib/kernel/scenes/union.ts'
 import { recallBlocks } from '../lib/recall/recall.ts'
 import { rng } from './corpus.ts'
@@ -55,38 +63,59 @@ function timed<T>(fn: () => T): { value: T, wall: number, cpu: number } {
   return { value, wall, cpu: (used.user + used.system) / 1000 }
 }
 
+/** A store built for the scene cost: its scenes (as the bench's turns address them) and note count. */
+export interface SceneCostStore {
+  store: BlockStore
+  scenes: Array<{ channel: string, group: string, topics: string[], key: string }>
+  notes: number
+}
+
+/**
+ * Fills the store at `path` with `scenes` emergent scenes (one group each, on ten channels, two
+ * topics and a part of day) and ≈ `refs` refs over `refs / 5` notes (1,000–20,000). Each scene's
+ * own declared key (`chan:…/group:…`) exists too, as it does in a store that saw the situation:
+ * its first sighting declared it, the second created the emergent scene.
+ */
+export function buildSceneStore(path: string, options: { scenes: number, refs: number }, rand: () => number): SceneCostStore {
+  const store = new BlockStore(path)
+  const notes = Math.max(1000, Math.min(20_000, options.refs / 5))
+  const ids: string[] = []
+  for (let i = 0; i < notes; i += 1000) {
+    const batch = []
+    for (let j = i; j < Math.min(notes, i + 1000); j++) batch.push({ text: `${TOPICS[j % TOPICS.length]} ${word(j)} ${word(j * 7 + 1)} ${SYLLABLES[j % SYLLABLES.length]}${SYLLABLES[(j >> 3) % SYLLABLES.length]} 第 ${j} 条` })
+    ids.push(...store.commitMany(batch).map((r) => r.id))
+  }
+  const scenes: SceneCostStore['scenes'] = []
+  const now = Date.now()
+  store.transaction(() => {
+    for (let i = 0; i < options.scenes; i++) {
+      const channel = `ch${i % 10}`
+      const group = `g${i}`
+      const topics = [TOPICS[i % TOPICS.length]!, TOPICS[(i * 7 + 3) % TOPICS.length]!]
+      const sig = newSituation([feature('group', group), feature('chan', channel), ...topics.map((w) => feature('topic', w)), feature('part', 'morning')])
+      store.scenes.declare(`chan:${channel}/group:${group}`, 0, now)
+      const key = store.scenes.createEmergent(`auto:group:${group}_chan:${channel}`, sig, `x${i}`, now)
+      scenes.push({ channel, group, topics, key })
+    }
+    for (let r = 0; r < options.refs; r++) store.scenes.tag(scenes[r % scenes.length]!.key, ids[Math.floor(rand() * ids.length)]!, 0.5 + rand() / 2, now)
+  })
+  return { store, scenes, notes }
+}
+
 /** Builds the store and measures; returns the JSON section. */
 export async function measureSceneCost(options: SceneCostOptions) {
   const dir = mkdtempSync(join(tmpdir(), 'stablemem-scene-cost-'))
   const rand = rng(20261201)
-  const store = new BlockStore(join(dir, 'scenes.db'))
+  let built: SceneCostStore | undefined
   try {
-    const notes = Math.max(1000, Math.min(20_000, options.refs / 5))
-    const ids: string[] = []
-    for (let i = 0; i < notes; i += 1000) {
-      const batch = []
-      for (let j = i; j < Math.min(notes, i + 1000); j++) batch.push({ text: `${TOPICS[j % TOPICS.length]} ${word(j)} ${word(j * 7 + 1)} ${SYLLABLES[j % SYLLABLES.length]}${SYLLABLES[(j >> 3) % SYLLABLES.length]} 第 ${j} 条` })
-      ids.push(...store.commitMany(batch).map((r) => r.id))
-    }
-    const scenes: Array<{ channel: string, group: string, topics: string[], key: string }> = []
-    const now = Date.now()
-    store.transaction(() => {
-      for (let i = 0; i < options.scenes; i++) {
-        const channel = `ch${i % 10}`
-        const group = `g${i}`
-        const topics = [TOPICS[i % TOPICS.length]!, TOPICS[(i * 7 + 3) % TOPICS.length]!]
-        const sig = newSituation([feature('group', group), feature('chan', channel), ...topics.map((w) => feature('topic', w)), feature('part', 'morning')])
-        const key = store.scenes.createEmergent(`auto:group:${group}_chan:${channel}`, sig, `x${i}`, now)
-        scenes.push({ channel, group, topics, key })
-      }
-      for (let r = 0; r < options.refs; r++) store.scenes.tag(scenes[r % scenes.length]!.key, ids[Math.floor(rand() * ids.length)]!, 0.5 + rand() / 2, now)
-    })
+    built = buildSceneStore(join(dir, 'scenes.db'), options, rand)
+    const { store, scenes, notes } = built
     process.stderr.write(`built the scene cost store\n`)
     options.log(`scene cost store: ${options.scenes} scenes, ${store.scenes.counts().refs} refs over ${notes} notes`)
-    const resolve = { wall: [] as number[], cpu: [] as number[] }
-    const card = { wall: [] as number[], cpu: [] as number[] }
-    const lexical = { wall: [] as number[], cpu: [] as number[] }
-    const union = { wall: [] as number[], cpu: [] as number[] }
+    // The plugin's own path: the scene API resolves the turn (`enter`) and renders its card (`card`).
+    const api = new SceneApi((fn) => fn(store), { channel: '', timeZone: 'Asia/Shanghai', halfLifeDays: 30, card: 'context', scopes: () => ['global'] })
+    const series = () => ({ wall: [] as number[], cpu: [] as number[] })
+    const [resolve, card, lexical, union, indexed, scan] = [series(), series(), series(), series(), series(), series()]
     const warmup = 20
     for (let i = 0; i < options.samples + warmup; i++) {
       const known = rand() < 0.8
@@ -94,22 +123,24 @@ export async function measureSceneCost(options: SceneCostOptions) {
       const group = known ? s.group : `new${i}`
       const text = `${s.topics[0]} 的事怎么处理，明天 ${s.topics[1]} 要开会`
       const message = createUserMessage({ content: [{ type: 'text', text }], source: { kind: 'user', channel: s.channel, group } as never })
-      const r = timed(() => {
-        const { features, declared } = situationOf(message, { now: Date.now(), channel: '', timeZone: 'Asia/Shanghai' })
-        return resolveTurn(store.scenes, features, declared, Date.now())
-      })
-      const keys = [...new Set([...r.value.keys, ...r.value.similar])]
-      const c = timed(() => {
-        const refs = store.scenes.attached(keys, ['global'], 3)
-        return renderCard(keys[0] ?? '', refs.map((ref) => store.get(ref.blockId)?.text ?? ''), 600)
-      })
+      const agent = `agent-${group}` // one session per conversation
+      const r = timed(() => api.enter(agent, message, true))
+      const c = timed(() => api.card(agent, i, 'global', 600))
+      const keys = api.readKeys(agent)
       const l = timed(() => recallBlocks(store, text, { topK: 5, scopes: ['global'] }))
       const u = timed(() => withSceneNotes(store, l.value, keys, ['global'], 5))
+      // The resolution's similarity step alone, through the index and over every scene (same turn, same result).
+      const sig = r.value!.features
+      const x = timed(() => compare(sig, similarCandidates(store.scenes, prepare(sig))))
+      const y = timed(() => compare(sig, store.scenes.emergent()))
+      if (x.value.best?.key !== y.value.best?.key || x.value.similar.join() !== y.value.similar.join()) throw new Error(`the similarity index disagrees with the full scan on turn ${i}`)
+      // What the scene API does a moment after the turn, off its path: the counted sightings are written.
+      store.scenes.flush()
       if (i < warmup) continue
-      resolve.wall.push(r.wall); resolve.cpu.push(r.cpu)
-      card.wall.push(c.wall); card.cpu.push(c.cpu)
-      lexical.wall.push(l.wall); lexical.cpu.push(l.cpu)
-      union.wall.push(u.wall); union.cpu.push(u.cpu)
+      for (const [to, from] of [[resolve, r], [card, c], [lexical, l], [union, u], [indexed, x], [scan, y]] as const) {
+        to.wall.push(from.wall)
+        to.cpu.push(from.cpu)
+      }
     }
     const total = { wall: resolve.wall.map((w, i) => w + card.wall[i]!), cpu: resolve.cpu.map((w, i) => w + card.cpu[i]!) }
     const result = {
@@ -119,13 +150,31 @@ export async function measureSceneCost(options: SceneCostOptions) {
       resolve_and_card: stats(total.wall, total.cpu),
       recall_lexical: stats(lexical.wall, lexical.cpu),
       recall_union_extra: stats(union.wall, union.cpu),
+      similarity_indexed: stats(indexed.wall, indexed.cpu),
+      similarity_full_scan: stats(scan.wall, scan.cpu),
       ratio_p50_resolve_and_card_to_recall: round(percentile(total.wall, 50) / percentile(lexical.wall, 50)),
+      ratio_cpu_p50_similarity_indexed_to_full_scan: round(percentile(indexed.cpu, 50) / percentile(scan.cpu, 50)),
+      load_avg: loadavg().map((l) => round(l, 1)),
     }
     options.log(`  resolve + card: p50 ${result.resolve_and_card.p50_ms} ms, p99 ${result.resolve_and_card.p99_ms} ms (CPU p99 ${result.resolve_and_card.cpu_p99_ms} ms)`)
     options.log(`  lexical recall of the same store: p50 ${result.recall_lexical.p50_ms} ms, p99 ${result.recall_lexical.p99_ms} ms; scene union adds p99 ${result.recall_union_extra.p99_ms} ms`)
     return result
   } finally {
-    store.close()
+    built?.store.close()
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    options: {
+      scenes: { type: 'string', default: '1000' },
+      refs: { type: 'string', default: '100000' },
+      samples: { type: 'string', default: '300' },
+      json: { type: 'boolean', default: false },
+    },
+  })
+  const log = (line: string) => { if (!values.json) console.log(line) }
+  const result = await measureSceneCost({ scenes: Number(values.scenes), refs: Number(values.refs), samples: Number(values.samples), log })
+  if (values.json) console.log(JSON.stringify(result))
 }

@@ -1,27 +1,36 @@
 /**
  * `npm run bench:stages -- [--turns T] [--compare <dir>/lib/index.ts] [--json]`
+ * `node --cpu-prof bench/stages.ts --only <arm> --windows <file>` (then bench/turn-profile.ts)
  *
  * What the stage API costs per turn: the same turn (two tool steps and a final answer, so every
  * stage fires: on_input, pre_action ×3, post_action on every chunk, before/after_toolcall ×2,
- * after_output) in three real agent loops in one process, turn by turn in rotation:
+ * after_output) in four real agent loops in one process, one turn each in rotation (forward,
+ * then backward):
  *
  * - `bare`: dsh alone, no plugin;
- * - `plugin`: dsh-stablemem mounted (its binding plus its own recall and statistics handlers);
- * - `noops`: the `plugin` loop with seven no-op handlers on every stage, registered for the turn.
+ * - `plugin`: dsh-stablemem mounted (its binding plus its own scene, recall and statistics handlers);
+ * - `noops`: the same with seven no-op handlers on every stage, registered once at start-up;
+ * - `control`: `plugin` again, so `control` against `plugin` shows how far the same estimate moves
+ *   between two loops that differ in nothing (an A/A test).
  *
- * The stage overhead is `noops` against `plugin`: p50 and p99 of the process CPU time per turn
- * (wall time is reported too, but on a shared machine it mostly measures waiting for a core).
- * The default of 1,000 turns per loop puts ten samples above each p99.
- * `--compare <dir>/lib/index.ts` adds a fourth loop, `compare`, with another build of the plugin
- * (e.g. one without the stage API: `git archive <rev> lib | tar -x -C .cache/rev`).
+ * The stage overhead is `noops` against `plugin`, CPU time per turn (wall time is reported too,
+ * but on a shared machine it mostly measures waiting for a core). The stated p50 and p99 are of
+ * the GC-charged CPU (see `charged`): a collection is charged to the turns by what they allocated
+ * rather than to the one it happened to fall in, which leaves the percentile. Raw process CPU, and the turns that saw no GC
+ * pause, are reported beside it, each with its control. The default of 1,000 turns per loop puts
+ * ten samples above each p99.
+ * `--compare <dir>/lib/index.ts` adds a loop, `compare`, with another build of the plugin
+ * (e.g. an older one: `git archive <rev> lib | tar -x -C .cache/rev`).
  * `host_turn_*` times the stage host alone on the same handler calls (see `hostOnly`).
- * With `--json` the last line is one JSON object.
+ * `--only <arm>` runs that loop alone (for a CPU profile); `--windows <file>` writes its timed
+ * turns on the profile's clock. With `--json` the last line is one JSON object.
  */
 import { Context } from '@deepseek-ai/cordis'
 import AgentLoop from '@deepseek-ai/dsh-agent-loop'
 import { mountAgentLoopTestDependencies } from '@deepseek-ai/dsh-agent-loop-testkit'
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
+import { writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -29,20 +38,33 @@ import type { Agent } from '@deepseek-ai/dsh-agent'
 import * as plugin from '../lib/index.ts'
 import { STAGES } from '../lib/index.ts'
 import { StageHost } from '../lib/kernel/stages/host.ts'
+import { untraced } from '../lib/plugin/untraced.ts'
 import { ScriptedAdapter, reply, toolCall, userMessage } from '../test/helpers/harness.ts'
-import { cpuMs, nowMs, round, summary } from './stats.ts'
+import { PerformanceObserver } from 'node:perf_hooks'
+import { getHeapStatistics } from 'node:v8'
+import { cpuMs, percentile, round, summary } from './stats.ts'
 
-const { values: args } = parseArgs({ options: { turns: { type: 'string', default: '1000' }, json: { type: 'boolean', default: false }, compare: { type: 'string' } } })
+const { values: args } = parseArgs({ options: { turns: { type: 'string', default: '1000' }, json: { type: 'boolean', default: false }, compare: { type: 'string' }, only: { type: 'string' }, windows: { type: 'string' } } })
 const TURNS = Number(args.turns)
 if (!Number.isInteger(TURNS) || TURNS <= 0) throw new Error(`--turns must be a positive integer, got ${String(args.turns)}`)
 const WARMUP = 50
 const NOOPS_PER_STAGE = 7
 
+/** One timed turn, in ms: CPU of the process (user + system, every thread) and wall; start and end on the `performance.now()` clock. */
+interface Sample {
+  cpu: number
+  wall: number
+  start: number
+  end: number
+  /** How much the used heap grew: the bytes the turn allocated, when no collection ran inside it. */
+  grown: number
+}
+
 /** One agent loop, ready to run the benchmark turn. */
 interface Loop {
   label: string
-  /** Runs one turn; its wall time and this process's CPU time (user + system), in ms. */
-  run(): Promise<{ wall: number, cpu: number }>
+  /** Runs one turn. */
+  run(): Promise<Sample>
   dispose(): Promise<void>
 }
 
@@ -69,16 +91,18 @@ async function loop(label: string, withPlugin: boolean, module: typeof plugin = 
       script.push(toolCall('c1', 'echo', { word: 'a' }), toolCall('c2', 'echo', { word: 'b' }), reply('done'))
       const handle = await ctx.agents.create({ sessionId: SessionId(`${label}-${++turn}`), agentOptions: { provider: 'mock', model: 'mock-1' } })
       const agent = handle.agent
-      const start = nowMs()
+      const heap = getHeapStatistics().used_heap_size
+      const start = performance.now()
       const cpu = cpuMs()
       agent.followup(userMessage('run two steps'))
       await agent.whenIdle()
       if (withPlugin) await ctx.stablemem.stages?.idle()
       const used = cpuMs() - cpu
-      const wall = nowMs() - start
+      const end = performance.now()
+      const grown = getHeapStatistics().used_heap_size - heap
       adapter.requests.length = 0
       await handle.dispose() // so that no loop grows with the number of turns it ran
-      return { wall, cpu: used }
+      return { cpu: used, wall: end - start, start, end, grown }
     },
     async dispose() {
       await fiber?.dispose()
@@ -87,37 +111,35 @@ async function loop(label: string, withPlugin: boolean, module: typeof plugin = 
   }
 }
 
-/**
- * The `plugin` loop again with the no-op handlers registered just for the turn (registration is
- * outside the timed part), so `plugin` and `noops` turns alternate on one loop, one heap, one store.
- */
-function withNoops(base: Loop & { ctx: Context }): Loop {
-  return {
-    label: 'noops',
-    async run() {
-      const disposers = STAGES.flatMap((stage) => Array.from({ length: NOOPS_PER_STAGE }, () => base.ctx.stablemem.stages.on(stage, () => undefined)))
-      const t = await base.run()
-      await Promise.all(disposers.map((d) => d()))
-      return t
-    },
-    dispose: async () => {},
-  }
-}
-
-const pluginLoop = await loop('plugin', true)
-const loops: Loop[] = [await loop('bare', false), pluginLoop, withNoops(pluginLoop)]
-if (args.compare !== undefined) loops.push(await loop('compare', true, await import(pathToFileURL(resolve(args.compare)).href) as typeof plugin))
-const wall = new Map(loops.map((l) => [l.label, [] as number[]]))
-const cpu = new Map(loops.map((l) => [l.label, [] as number[]]))
+const noopsLoop = await loop('noops', true)
+// Registered once, as a plugin registers its handlers at start-up.
+for (const stage of STAGES) for (let i = 0; i < NOOPS_PER_STAGE; i++) noopsLoop.ctx.stablemem.stages.on(stage, () => undefined)
+const all: Array<Loop & { ctx: Context }> = [await loop('bare', false), await loop('plugin', true), noopsLoop, await loop('control', true)]
+if (args.compare !== undefined) all.push(await loop('compare', true, await import(pathToFileURL(resolve(args.compare)).href) as typeof plugin))
+// `--only <arm>` runs one arm alone, for `node --cpu-prof` (docs/benchmarks.md, "A whole turn").
+const loops = args.only === undefined ? all : all.filter((l) => l.label === args.only)
+if (loops.length === 0) throw new Error(`--only must be one of ${all.map((l) => l.label).join(', ')}`)
+const gc = gcPauses()
+const samples = new Map(loops.map((l) => [l.label, [] as Sample[]]))
 for (let i = 0; i < WARMUP + TURNS; i++) {
+  // bare, plugin, noops, control and then reversed: noops always sits between the two loops
+  // without handlers, so both see the same process state around it.
   for (const l of i % 2 === 0 ? loops : [...loops].reverse()) {
     const t = await l.run()
-    if (i < WARMUP) continue
-    wall.get(l.label)!.push(t.wall)
-    cpu.get(l.label)!.push(t.cpu)
+    if (i >= WARMUP) samples.get(l.label)!.push(t)
   }
 }
-for (const l of loops) await l.dispose()
+const pauses = await gc.stop()
+const calls = args.only === undefined ? serviceCalls(all[1]!.ctx) : undefined
+for (const l of all) await l.dispose()
+if (args.only !== undefined) {
+  // The timed turns on the clock of V8's CPU profile (monotonic µs), for bench/turn-profile.ts.
+  const offset = Number(process.hrtime.bigint()) / 1e3 - performance.now() * 1e3
+  if (args.windows !== undefined) writeFileSync(args.windows, JSON.stringify(samples.get(args.only)!.map((t) => [t.start * 1e3 + offset, t.end * 1e3 + offset])))
+  const s = summary(samples.get(args.only)!.map((t) => t.cpu))
+  console.log(JSON.stringify({ turns: TURNS, only: args.only, cpu_p50_ms: s.p50_ms, cpu_p99_ms: s.p99_ms }))
+  process.exit(0)
+}
 
 /**
  * The stage host alone, without dsh around it: the handler calls of one such turn (on_input once,
@@ -151,43 +173,173 @@ async function hostOnly(turns: number): Promise<number[]> {
 }
 const host = summary(await hostOnly(TURNS * 10))
 
-const w = Object.fromEntries([...wall].map(([label, xs]) => [label, summary(xs)]))
-const c = Object.fromEntries([...cpu].map(([label, xs]) => [label, summary(xs)]))
+/**
+ * What one call of a service method costs the plugin's code, in µs of CPU (20,000 calls of
+ * `unavailableReason()`, a field read): resolving `ctx.stablemem` and calling through it, calling
+ * a kept reference to the traced service, and calling the object itself (`untraced`, as the
+ * plugin's per-turn paths do; docs/benchmarks.md, "A whole turn").
+ */
+function serviceCalls(ctx: Context): { via_ctx_us: number, traced_us: number, untraced_us: number } {
+  const n = 20_000
+  const time = (fn: () => unknown): number => {
+    const start = cpuMs()
+    for (let i = 0; i < n; i++) fn()
+    return round((cpuMs() - start) * 1000 / n)
+  }
+  const traced = ctx.stablemem
+  const raw = untraced(traced)
+  time(() => raw.unavailableReason()) // warm-up
+  return { via_ctx_us: time(() => ctx.stablemem.unavailableReason()), traced_us: time(() => traced.unavailableReason()), untraced_us: time(() => raw.unavailableReason()) }
+}
+
+/** Main-thread GC pauses seen by `perf_hooks` while the turns ran ([start, end] on the `performance.now()` clock). */
+function gcPauses(): { stop(): Promise<Array<[number, number]>> } {
+  const seen: Array<[number, number]> = []
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) seen.push([e.startTime, e.startTime + e.duration])
+  })
+  observer.observe({ entryTypes: ['gc'] })
+  return {
+    async stop() {
+      await new Promise((resolve) => setTimeout(resolve, 50)) // entries are delivered asynchronously
+      observer.disconnect()
+      return seen.sort((a, b) => a[0] - b[0])
+    },
+  }
+}
+
+/** The part of each GC pause that falls inside [start, end], summed, in ms. */
+function gcIn(start: number, end: number): number {
+  let lo = 0
+  let hi = pauses.length
+  while (lo < hi) { // the first pause that ends after `start`
+    const mid = (lo + hi) >> 1
+    if (pauses[mid]![1] <= start) lo = mid + 1
+    else hi = mid
+  }
+  let sum = 0
+  for (let i = lo; i < pauses.length && pauses[i]![0] < end; i++) sum += Math.min(end, pauses[i]![1]) - Math.max(start, pauses[i]![0])
+  return sum
+}
+
+/**
+ * The CPU of each turn that saw no main-thread GC pause, plus what collection costs per byte
+ * times the bytes the turn allocated. A collection lands on whichever turn fills the heap, so a
+ * handful of pauses of 2–50 ms decide the raw p99 of either arm however little the handlers
+ * allocate; here those turns leave the percentile, and their cost comes back spread by
+ * allocation, so a handler that allocates still pays its share. V8's concurrent marking and
+ * sweeping on other threads stay in the turn they fell in.
+ */
+function charged(xs: readonly Sample[], rate: number): number[] {
+  return xs.filter((t) => gcIn(t.start, t.end) === 0).map((t) => t.cpu + Math.max(0, t.grown) * rate)
+}
+
+/** The median heap growth of the turns that saw no pause (a turn with one has no usable growth). */
+function typicalGrowth(xs: readonly Sample[]): number {
+  const clean = xs.filter((t) => gcIn(t.start, t.end) === 0).map((t) => Math.max(0, t.grown))
+  return clean.length > 0 ? percentile(clean, 50) : 0
+}
+
+/**
+ * What collection costs per allocated byte, in CPU ms, over arms that share one heap: the CPU the
+ * turns with a pause used beyond their arm's median turn without one, over the bytes all turns
+ * allocated. CPU rather than the pauses' own durations, which are wall time and, on a busy
+ * machine, include waiting for a core.
+ */
+function gcRate(arms: ReadonlyArray<readonly Sample[]>): number {
+  let cost = 0
+  let bytes = 0
+  for (const xs of arms) {
+    const clean = xs.filter((t) => gcIn(t.start, t.end) === 0)
+    const median = clean.length > 0 ? percentile(clean.map((t) => t.cpu), 50) : 0
+    const typical = typicalGrowth(xs)
+    for (const t of xs) {
+      const paused = gcIn(t.start, t.end) > 0
+      if (paused) cost += Math.max(0, t.cpu - median)
+      bytes += paused ? typical : Math.max(0, t.grown)
+    }
+  }
+  return bytes > 0 ? cost / bytes : 0
+}
+
+const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length
+const rate = gcRate([...samples.values()])
+const arm = (label: string) => {
+  const xs = samples.get(label)!
+  const gcs = xs.map((t) => gcIn(t.start, t.end))
+  return {
+    xs,
+    cpu: xs.map((t) => t.cpu),
+    charged: charged(xs, rate),
+    bytes: typicalGrowth(xs),
+    clean: xs.filter((_, i) => gcs[i] === 0).map((t) => t.cpu),
+    gcShare: gcs.filter((g) => g > 0).length / xs.length,
+    gcMean: mean(gcs),
+    wall: xs.map((t) => t.wall),
+  }
+}
+const [bare, plain, noops, control] = ['bare', 'plugin', 'noops', 'control'].map(arm) as [ReturnType<typeof arm>, ReturnType<typeof arm>, ReturnType<typeof arm>, ReturnType<typeof arm>]
+const compare = samples.has('compare') ? arm('compare') : undefined
+const diff = (p: number, a: readonly number[], b: readonly number[]) => round(percentile(a, p) - percentile(b, p))
+/** Turn i of one arm against turn i of another (run next to each other in the rotation). */
+const paired = (a: readonly number[], b: readonly number[]) => a.map((x, i) => x - b[i]!)
 // CPU time of this process is the measure: other processes on a shared machine stretch the wall
 // time of a turn (waiting for a core) but not the CPU it uses.
 const result = {
   turns: TURNS,
   handlers_per_stage: NOOPS_PER_STAGE,
   stages: STAGES.length,
-  cpu_bare_p50_ms: c.bare!.p50_ms,
-  cpu_bare_p99_ms: c.bare!.p99_ms,
-  cpu_plugin_p50_ms: c.plugin!.p50_ms,
-  cpu_plugin_p99_ms: c.plugin!.p99_ms,
-  cpu_noops_p50_ms: c.noops!.p50_ms,
-  cpu_noops_p99_ms: c.noops!.p99_ms,
-  stage_overhead_p50_ms: round(c.noops!.p50_ms - c.plugin!.p50_ms),
-  stage_overhead_p99_ms: round(c.noops!.p99_ms - c.plugin!.p99_ms),
-  ratio_p99_noops_vs_plugin: round(c.noops!.p99_ms / c.plugin!.p99_ms),
+  // The stated figures: the GC-charged CPU (see `charged`), noops against plugin; `control`
+  // is the same estimate between two arms without handlers, i.e. how far it moves by chance.
+  stage_overhead_p50_ms: diff(50, noops.charged, plain.charged),
+  stage_overhead_p99_ms: diff(99, noops.charged, plain.charged),
+  control_p50_ms: diff(50, control.charged, plain.charged),
+  control_p99_ms: diff(99, control.charged, plain.charged),
+  stage_overhead_mean_ms: round(mean(noops.cpu) - mean(plain.cpu)),
+  control_mean_ms: round(mean(control.cpu) - mean(plain.cpu)),
+  paired_overhead_p50_ms: round(percentile(paired(noops.charged, plain.charged), 50)),
+  paired_overhead_p99_ms: round(percentile(paired(noops.charged, plain.charged), 99)),
+  paired_control_p99_ms: round(percentile(paired(control.charged, plain.charged), 99)),
+  // Turns that saw no GC pause, uncharged; and raw on every turn.
+  gc_free_overhead_p50_ms: diff(50, noops.clean, plain.clean),
+  gc_free_overhead_p99_ms: diff(99, noops.clean, plain.clean),
+  gc_free_control_p99_ms: diff(99, control.clean, plain.clean),
+  raw_overhead_p50_ms: diff(50, noops.cpu, plain.cpu),
+  raw_overhead_p99_ms: diff(99, noops.cpu, plain.cpu),
+  raw_control_p99_ms: diff(99, control.cpu, plain.cpu),
+  gc_turn_share_plugin: round(plain.gcShare), gc_turn_share_noops: round(noops.gcShare),
+  gc_ms_per_turn_plugin: round(plain.gcMean), gc_ms_per_turn_noops: round(noops.gcMean),
+  gc_ms_per_mb: round(rate * 2 ** 20), alloc_kb_plugin_p50: round(plain.bytes / 1024, 1), alloc_kb_noops_p50: round(noops.bytes / 1024, 1),
   host_turn_p50_ms: host.p50_ms,
+  service_call_via_ctx_us: calls!.via_ctx_us, service_call_traced_us: calls!.traced_us, service_call_untraced_us: calls!.untraced_us,
   host_turn_p99_ms: host.p99_ms,
-  plugin_overhead_p50_ms: round(c.plugin!.p50_ms - c.bare!.p50_ms),
-  ...(c.compare ? {
-    cpu_compare_p50_ms: c.compare.p50_ms, cpu_compare_p99_ms: c.compare.p99_ms,
-    plugin_vs_compare_p50_ms: round(c.plugin!.p50_ms - c.compare.p50_ms), plugin_vs_compare_p99_ms: round(c.plugin!.p99_ms - c.compare.p99_ms),
+  cpu_bare_p50_ms: round(percentile(bare.cpu, 50)),
+  cpu_bare_p99_ms: round(percentile(bare.cpu, 99)),
+  cpu_plugin_p50_ms: round(percentile(plain.cpu, 50)),
+  cpu_plugin_p99_ms: round(percentile(plain.cpu, 99)),
+  cpu_noops_p50_ms: round(percentile(noops.cpu, 50)),
+  cpu_noops_p99_ms: round(percentile(noops.cpu, 99)),
+  charged_plugin_p99_ms: round(percentile(plain.charged, 99)),
+  charged_noops_p99_ms: round(percentile(noops.charged, 99)),
+  plugin_overhead_p50_ms: diff(50, plain.cpu, bare.cpu),
+  plugin_overhead_mean_ms: round(mean(plain.cpu) - mean(bare.cpu)),
+  ...(compare ? {
+    cpu_compare_p50_ms: round(percentile(compare.cpu, 50)), cpu_compare_p99_ms: round(percentile(compare.cpu, 99)),
+    plugin_vs_compare_p50_ms: diff(50, plain.cpu, compare.cpu), plugin_vs_compare_mean_ms: round(mean(plain.cpu) - mean(compare.cpu)),
   } : {}),
-  wall_bare_p50_ms: w.bare!.p50_ms,
-  wall_bare_p99_ms: w.bare!.p99_ms,
-  wall_plugin_p50_ms: w.plugin!.p50_ms,
-  wall_noops_p50_ms: w.noops!.p50_ms,
-  wall_plugin_p99_ms: w.plugin!.p99_ms,
-  wall_noops_p99_ms: w.noops!.p99_ms,
-  wall_stage_overhead_p50_ms: round(w.noops!.p50_ms - w.plugin!.p50_ms),
-  wall_stage_overhead_p99_ms: round(w.noops!.p99_ms - w.plugin!.p99_ms),
-  ...(w.compare ? { wall_compare_p50_ms: w.compare.p50_ms, wall_compare_p99_ms: w.compare.p99_ms } : {}),
+  wall_bare_p50_ms: round(percentile(bare.wall, 50)),
+  wall_plugin_p50_ms: round(percentile(plain.wall, 50)),
+  wall_noops_p50_ms: round(percentile(noops.wall, 50)),
+  wall_stage_overhead_p50_ms: diff(50, noops.wall, plain.wall),
+  wall_stage_overhead_p99_ms: diff(99, noops.wall, plain.wall),
 }
 if (!args.json) {
-  for (const [label, v] of Object.entries(c)) console.log(`${label.padEnd(7)} cpu p50 ${v.p50_ms.toFixed(3)} ms  p99 ${v.p99_ms.toFixed(3)} ms   wall p50 ${w[label]!.p50_ms.toFixed(3)} ms  p99 ${w[label]!.p99_ms.toFixed(3)} ms`)
-  console.log(`stage overhead (${NOOPS_PER_STAGE} no-op handlers × ${STAGES.length} stages, CPU): p50 ${result.stage_overhead_p50_ms} ms, p99 ${result.stage_overhead_p99_ms} ms`)
+  for (const [label, a] of Object.entries({ bare, plugin: plain, noops, control, ...(compare ? { compare } : {}) })) {
+    console.log(`${label.padEnd(7)} cpu p50 ${percentile(a.cpu, 50).toFixed(3)} ms  p99 ${percentile(a.cpu, 99).toFixed(3)} ms   charged p99 ${percentile(a.charged, 99).toFixed(3)} ms   wall p50 ${percentile(a.wall, 50).toFixed(3)} ms   GC in ${(a.gcShare * 100).toFixed(0)} % of turns`)
+  }
+  console.log(`stage overhead (${NOOPS_PER_STAGE} no-op handlers × ${STAGES.length} stages, CPU, GC charged by allocation): p50 ${result.stage_overhead_p50_ms} ms, p99 ${result.stage_overhead_p99_ms} ms (control, no handlers on either side: p50 ${result.control_p50_ms} ms, p99 ${result.control_p99_ms} ms)`)
+  console.log(`raw CPU, every turn: p99 ${result.raw_overhead_p99_ms} ms (control ${result.raw_control_p99_ms} ms); turns without GC: p99 ${result.gc_free_overhead_p99_ms} ms (control ${result.gc_free_control_p99_ms} ms)`)
   console.log(`the stage host alone, per turn: p50 ${host.p50_ms} ms, p99 ${host.p99_ms} ms`)
+  console.log(`one service call: through ctx.stablemem ${calls!.via_ctx_us} µs, through the traced service ${calls!.traced_us} µs, on the object itself ${calls!.untraced_us} µs`)
 }
 console.log(JSON.stringify(result))

@@ -1,33 +1,65 @@
 /**
- * `npm run bench:vectors -- [--n 10000,100000] [--dims 384,512] [--queries 200] [--sqlite-vec-dir <dir>] [--json]`
+ * `npm run bench:vectors -- [--n 10000,100000] [--dims 512] [--data uniform,topics] [--queries 300]
+ *   [--k 100] [--shortlist 1024,2048,4096] [--usearch-dir <dir>] [--hnsw] [--sqlite-vec-dir <dir>] [--json]`
  *
- * Nearest-neighbour latency of the vector side of hybrid recall: the brute-force cosine scan over
- * one contiguous Float32Array (`lib/embed/vector-index.ts`, as recall uses it, loaded from a real
- * store file) against sqlite-vec's `vec0` KNN in the same process, when a folder holding an
- * install of the `sqlite-vec` npm package is given (it is not a dependency of this project).
- * Vectors are random unit vectors with a shared offset (an anisotropic space like real models
- * produce); latency does not depend on their meaning. The last line is one JSON object.
+ * Nearest-neighbour search for the vector side of hybrid recall, every candidate side by side in one
+ * process on the same vectors (loaded from a real store file) and the same queries:
+ * - `exact`: the brute-force cosine scan over one contiguous Float32Array (`VectorIndex.searchExact`),
+ *   the baseline every ratio is taken against;
+ * - `sign`: what recall uses (`VectorIndex.search`): a shortlist by one-bit sign codes, re-ranked with the
+ *   exact cosine (the default shortlist, then each `--shortlist` size);
+ * - `int8_js`: the same scan in plain JS over an Int8Array with integer sums (no re-rank), to show what
+ *   int8 buys without SIMD;
+ * - with `--usearch-dir` (a folder holding `npm i usearch@2.26.2`; not a dependency of this project):
+ *   `usearch_exact_i8`, its SIMD int8 exact scan, and with `--hnsw` its HNSW index (f16, connectivity 16,
+ *   expansion_add 64, built with 2 threads), searched at expansion 64 and 256;
+ * - with `--sqlite-vec-dir` (a folder holding `npm i sqlite-vec@0.1.9`): sqlite-vec's `vec0` KNN.
+ * Each query asks for k neighbours (hybrid recall asks 100). recall_at_10 / recall_at_k is the share of
+ * the exact top 10 / top k that a candidate returns in its own top 10 / top k. Times are per query:
+ * wall and CPU (`process.cpuUsage`, the figure that holds under load), p50 / p99 / p99.9.
+ * Two vector sets: `uniform`, random unit vectors with a shared offset (no neighbourhood structure at
+ * all: the worst case for any shortlist), and `topics`, 1,000 random topic directions with each note
+ * its topic plus Gaussian noise 1.5× the topic's scale (same-topic cosine ≈ 0.3, other topics ≈ 0),
+ * closer to what sentence models produce. The last line is one JSON object.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { DatabaseSync } from 'node:sqlite'
 import { toBlob } from '../lib/embed/vector.ts'
-import { vectorIndexFor } from '../lib/embed/vector-index.ts'
+import { SHORTLIST_MIN, VectorIndex } from '../lib/embed/vector-index.ts'
 import { BlockStore } from '../lib/store/store.ts'
 
-function args(): { ns: number[], dims: number[], queries: number, vecDir: string } {
-  const out = { ns: [10_000, 100_000], dims: [384, 512], queries: 200, vecDir: '' }
+interface Args {
+  ns: number[]
+  dims: number[]
+  data: string[]
+  queries: number
+  k: number
+  shortlists: number[]
+  usearchDir: string
+  hnsw: boolean
+  vecDir: string
+}
+
+function args(): Args {
+  const out: Args = { ns: [10_000, 100_000], dims: [512], data: ['uniform', 'topics'], queries: 300, k: 100, shortlists: [1024, 4096], usearchDir: '', hnsw: false, vecDir: '' }
   const argv = process.argv.slice(2)
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i + 1] ?? ''
     if (argv[i] === '--n') { out.ns = v.split(',').map(Number); i++ }
     else if (argv[i] === '--dims') { out.dims = v.split(',').map(Number); i++ }
+    else if (argv[i] === '--data') { out.data = v.split(','); i++ }
     else if (argv[i] === '--queries') { out.queries = Number(v); i++ }
+    else if (argv[i] === '--k') { out.k = Number(v); i++ }
+    else if (argv[i] === '--shortlist') { out.shortlists = v.split(',').map(Number); i++ }
+    else if (argv[i] === '--usearch-dir') { out.usearchDir = v; i++ }
+    else if (argv[i] === '--hnsw') out.hnsw = true
     else if (argv[i] === '--sqlite-vec-dir') { out.vecDir = v; i++ }
   }
+  for (const d of out.data) if (d !== 'uniform' && d !== 'topics') throw new Error(`--data: unknown set ${d} (uniform, topics)`)
   return out
 }
 
@@ -36,76 +68,250 @@ function rng(seed: number): () => number {
   return () => ((s = Math.imul(s ^ (s >>> 15), 2246822507) + 0x9e3779b9 >>> 0) / 2 ** 32)
 }
 
-function unitVector(next: () => number, offset: Float32Array): Float32Array {
-  const v = new Float32Array(offset.length)
-  let n = 0
-  for (let i = 0; i < v.length; i++) { v[i] = offset[i]! + (next() - 0.5); n += v[i]! * v[i]! }
-  for (let i = 0; i < v.length; i++) v[i]! /= Math.sqrt(n)
-  return v
+function gaussian(next: () => number): number {
+  return Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next())
 }
 
-function quantiles(samples: number[]): { p50_ms: number, p99_ms: number } {
+/** A generator of unit vectors of one set. */
+function vectorSet(kind: string, dims: number, seed: number): () => Float32Array {
+  const next = rng(seed)
+  const normalise = (v: Float32Array) => {
+    let n = 0
+    for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!
+    for (let i = 0; i < v.length; i++) v[i]! /= Math.sqrt(n)
+    return v
+  }
+  if (kind === 'uniform') {
+    const offset = new Float32Array(dims).map(() => (next() - 0.5) * 0.15)
+    return () => normalise(new Float32Array(dims).map((_, i) => offset[i]! + (next() - 0.5)))
+  }
+  const topics = Array.from({ length: 1000 }, () => new Float32Array(dims).map(() => gaussian(next)))
+  return () => {
+    const topic = topics[Math.floor(next() * topics.length)]!
+    return normalise(new Float32Array(dims).map((_, i) => topic[i]! + 1.5 * gaussian(next)))
+  }
+}
+
+interface Timed {
+  wall: number[]
+  cpu: number[]
+}
+
+function timed(): Timed {
+  return { wall: [], cpu: [] }
+}
+
+function measure<T>(into: Timed, fn: () => T): T {
+  const c0 = process.cpuUsage()
+  const t0 = performance.now()
+  const out = fn()
+  into.wall.push(performance.now() - t0)
+  const c = process.cpuUsage(c0)
+  into.cpu.push((c.user + c.system) / 1000)
+  return out
+}
+
+function quantiles(samples: number[]): { p50: number, p99: number, p999: number } {
   const s = [...samples].sort((a, b) => a - b)
   const q = (p: number) => Math.round(s[Math.min(s.length - 1, Math.floor(p * s.length))]! * 1000) / 1000
-  return { p50_ms: q(0.5), p99_ms: q(0.99) }
+  return { p50: q(0.5), p99: q(0.99), p999: q(0.999) }
+}
+
+function summary(t: Timed): Record<string, number> {
+  const w = quantiles(t.wall)
+  const c = quantiles(t.cpu)
+  return { p50_ms: w.p50, p99_ms: w.p99, p999_ms: w.p999, cpu_p50_ms: c.p50, cpu_p99_ms: c.p99, cpu_p999_ms: c.p999 }
+}
+
+/** Share of the exact top `m` that `got`'s top `m` holds, over all queries. */
+function recallAt(m: number, exact: number[][], got: number[][]): number {
+  let hit = 0
+  let total = 0
+  exact.forEach((truth, q) => {
+    const want = new Set(truth.slice(0, m))
+    for (const r of got[q]!.slice(0, m)) if (want.has(r)) hit++
+    total += want.size
+  })
+  return Math.round(hit / total * 10000) / 10000
+}
+
+interface Cell {
+  vectors: Float32Array[]
+  qs: Float32Array[]
+  k: number
+  exact: number[][]
+  exactCpuP99: number
+}
+
+function candidate(cell: Cell, timing: Timed, rows: number[][], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const s = summary(timing)
+  return {
+    ...s,
+    recall_at_10: recallAt(10, cell.exact, rows),
+    recall_at_k: recallAt(cell.k, cell.exact, rows),
+    cpu_p99_ratio: Math.round(s.cpu_p99_ms! / cell.exactCpuP99 * 1000) / 1000,
+    ...extra,
+  }
 }
 
 async function main(): Promise<void> {
-  const { ns, dims: dimsList, queries, vecDir } = args()
+  const a = args()
   const results: Array<Record<string, unknown>> = []
-  for (const dims of dimsList) {
-    for (const n of ns) {
-      const next = rng(n + dims)
-      const offset = new Float32Array(dims).map(() => (next() - 0.5) * 0.15)
-      const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-vec-'))
-      const store = new BlockStore(join(dir, 'v.db'))
-      const vectors: Float32Array[] = []
-      const batch = 5000
-      for (let start = 0; start < n; start += batch) {
-        const texts = Array.from({ length: Math.min(batch, n - start) }, (_, i) => `note ${start + i} about topic ${(start + i) % 977}`)
-        const ids = store.commitMany(texts.map((text) => ({ text }))).map((r) => r.id)
-        const rows = ids.map((blockId) => { const v = unitVector(next, offset); vectors.push(v); return { blockId, lang: 'en', vector: toBlob(v) } })
-        store.vectors.put('bench', dims, rows)
+  const loadStart = loadavg()[0]!
+  for (const dims of a.dims) {
+    for (const n of a.ns) {
+      for (const kind of a.data) {
+        const row = runCell(a, kind, n, dims)
+        results.push(row)
+        process.stdout.write(`${JSON.stringify(row)}\n`)
       }
-      const qs = Array.from({ length: queries }, () => unitVector(next, offset))
-      const rssBefore = process.memoryUsage().rss
-      let t0 = performance.now()
-      const index = vectorIndexFor(store, 'bench', dims)
-      const loadMs = performance.now() - t0
-      const rssMb = Math.round((process.memoryUsage().rss - rssBefore) / 1e5) / 10
-      const allow = () => true
-      for (let i = 0; i < 10; i++) index.search(qs[i]!, 100, allow)
-      const brute: number[] = []
-      for (const q of qs) { t0 = performance.now(); index.search(q, 100, allow); brute.push(performance.now() - t0) }
-      const row: Record<string, unknown> = { n, dims, brute_force: { ...quantiles(brute), load_ms: Math.round(loadMs), index_mb: Math.round(n * dims * 4 / 1e5) / 10, rss_delta_mb: rssMb } }
-      store.close()
-      if (vecDir !== '') row.sqlite_vec = sqliteVec(vecDir, dir, dims, vectors, qs)
-      rmSync(dir, { recursive: true, force: true })
-      results.push(row)
-      process.stdout.write(`${JSON.stringify(row)}\n`)
     }
   }
-  process.stdout.write(`${JSON.stringify({ k: 100, queries, results })}\n`)
+  process.stdout.write(`${JSON.stringify({ k: a.k, queries: a.queries, shortlist_default: SHORTLIST_MIN, load_start: loadStart, load_end: loadavg()[0], results })}\n`)
 }
 
-function sqliteVec(vecDir: string, dir: string, dims: number, vectors: Float32Array[], qs: Float32Array[]): Record<string, number> {
+function runCell(a: Args, kind: string, n: number, dims: number): Record<string, unknown> {
+  const make = vectorSet(kind, dims, n + dims)
+  const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-vec-'))
+  const store = new BlockStore(join(dir, 'v.db'))
+  const vectors: Float32Array[] = []
+  const rowOfId = new Map<string, number>()
+  for (let start = 0; start < n; start += 5000) {
+    const texts = Array.from({ length: Math.min(5000, n - start) }, (_, i) => `note ${start + i} about topic ${(start + i) % 977}`)
+    const ids = store.commitMany(texts.map((text) => ({ text }))).map((r) => r.id)
+    const rows = ids.map((blockId) => {
+      const v = make()
+      rowOfId.set(blockId, vectors.length)
+      vectors.push(v)
+      return { blockId, lang: 'en', vector: toBlob(v) }
+    })
+    store.vectors.put('bench', dims, rows)
+  }
+  const qs = Array.from({ length: a.queries }, make)
+  const k = a.k
+  const allow = () => true
+  const rowsOf = (hits: Array<{ id: string }>) => hits.map((h) => rowOfId.get(h.id)!)
+
+  const t0 = performance.now()
+  const index = new VectorIndex('bench', dims, { approximateFrom: 0 })
+  index.refresh(store)
+  const loadMs = performance.now() - t0
+  // The first approximate query codes every row: the one-off cost after a load (or a forget).
+  const codesT = timed()
+  measure(codesT, () => index.search(qs[0]!, k, allow))
+  for (let i = 0; i < 10; i++) { index.searchExact(qs[i]!, k, allow); index.search(qs[i]!, k, allow) }
+
+  const exactT = timed()
+  const exact = qs.map((q) => rowsOf(measure(exactT, () => index.searchExact(q, k, allow))))
+  const cell: Cell = { vectors, qs, k, exact, exactCpuP99: quantiles(exactT.cpu).p99 }
+  const out: Record<string, unknown> = {
+    n, dims, data: kind, load_ms: Math.round(loadMs), index_mb: Math.round(n * dims * 4 / 1e5) / 10,
+    sign_codes_mb: Math.round(n * Math.ceil(dims / 32) * 4 / 1e5) / 10, first_query_cpu_ms: Math.round(codesT.cpu[0]!), load_avg: loadavg()[0],
+    exact: { ...summary(exactT), recall_at_10: 1, recall_at_k: 1 },
+  }
+  const signT = timed()
+  out.sign = candidate(cell, signT, qs.map((q) => rowsOf(measure(signT, () => index.search(q, k, allow)))), { shortlist: Math.max(SHORTLIST_MIN, 16 * k) })
+  for (const size of a.shortlists) {
+    const variant = new VectorIndex('bench', dims, { approximateFrom: 0, shortlistMin: size })
+    variant.refresh(store)
+    variant.search(qs[0]!, k, allow)
+    const t = timed()
+    out[`sign_${size}`] = candidate(cell, t, qs.map((q) => rowsOf(measure(t, () => variant.search(q, k, allow)))), { shortlist: Math.max(size, 16 * k) })
+  }
+  store.close()
+  out.int8_js = int8Js(cell)
+  if (a.usearchDir !== '') Object.assign(out, usearch(a, cell, dims))
+  if (a.vecDir !== '') out.sqlite_vec = sqliteVec(a.vecDir, dir, cell, dims)
+  rmSync(dir, { recursive: true, force: true })
+  return out
+}
+
+/** The scan in plain JS over int8 rows (scale 127 / largest component), integer sums, top k by that score. */
+function int8Js(cell: Cell): Record<string, unknown> {
+  const { vectors, qs, k } = cell
+  const dims = vectors[0]!.length
+  let max = 0
+  for (const v of vectors) for (let i = 0; i < dims; i++) max = Math.max(max, Math.abs(v[i]!))
+  const scale = 127 / max
+  const quantise = (v: Float32Array) => Int8Array.from(v, (x) => Math.max(-127, Math.min(127, Math.round(x * scale))))
+  const data = new Int8Array(vectors.length * dims)
+  vectors.forEach((v, r) => data.set(quantise(v), r * dims))
+  const t = timed()
+  const rows = qs.map((query) => measure(t, () => {
+    const q = quantise(query)
+    const topIdx = new Int32Array(k).fill(-1)
+    const topScore = new Float64Array(k).fill(-Infinity)
+    for (let r = 0, off = 0; r < vectors.length; r++, off += dims) {
+      let s = 0
+      for (let i = 0; i < dims; i++) s = (s + data[off + i]! * q[i]!) | 0
+      if (s <= topScore[k - 1]!) continue
+      let p = k - 1
+      while (p > 0 && topScore[p - 1]! < s) { topScore[p] = topScore[p - 1]!; topIdx[p] = topIdx[p - 1]!; p-- }
+      topScore[p] = s
+      topIdx[p] = r
+    }
+    return [...topIdx].filter((r) => r >= 0)
+  }))
+  return candidate(cell, t, rows)
+}
+
+interface UsearchModule {
+  Index: new (config: Record<string, unknown>) => {
+    add(keys: BigUint64Array, vectors: Float32Array, threads: number): void
+    search(vector: Float32Array, k: number, threads: number): { keys: BigUint64Array }
+    save(path: string): void
+    load(path: string): void
+  }
+  exactSearch(dataset: Int8Array, query: Int8Array, dims: number, k: number, metric: string, threads: number): { keys: BigUint64Array }
+}
+
+/** usearch's SIMD int8 exact scan and (with --hnsw) its HNSW index, one query thread each. */
+function usearch(a: Args, cell: Cell, dims: number): Record<string, unknown> {
+  const require = createRequire(join(a.usearchDir, 'package.json'))
+  const u = require('usearch') as UsearchModule
+  const { vectors, qs, k } = cell
+  const out: Record<string, unknown> = {}
+  const toI8 = (v: Float32Array) => Int8Array.from(v, (x) => Math.max(-127, Math.min(127, Math.round(x * 127 / 0.25))))
+  const data = new Int8Array(vectors.length * dims)
+  vectors.forEach((v, r) => data.set(toI8(v), r * dims))
+  const te = timed()
+  out.usearch_exact_i8 = candidate(cell, te, qs.map((q) => [...measure(te, () => u.exactSearch(data, toI8(q), dims, k, 'cos', 1)).keys].map(Number)))
+  if (!a.hnsw) return out
+  const flat = new Float32Array(vectors.length * dims)
+  vectors.forEach((v, r) => flat.set(v, r * dims))
+  const keys = BigUint64Array.from({ length: vectors.length }, (_, i) => BigInt(i))
+  const config = { dimensions: dims, metric: 'cos', quantization: 'f16', connectivity: 16, expansion_add: 64 }
+  const index = new u.Index({ ...config, expansion_search: 64 })
+  const build = timed()
+  measure(build, () => index.add(keys, flat, 2))
+  const file = join(tmpdir(), `stablemem-bench-hnsw-${process.pid}.usearch`)
+  index.save(file)
+  for (const expansion of [64, 256]) {
+    const view = new u.Index({ ...config, expansion_search: expansion })
+    view.load(file)
+    const t = timed()
+    out[`usearch_hnsw_ef${expansion}`] = candidate(cell, t, qs.map((q) => [...measure(t, () => view.search(q, k, 1)).keys].map(Number)),
+      { build_wall_s: Math.round(build.wall[0]! / 100) / 10, build_cpu_s: Math.round(build.cpu[0]! / 100) / 10 })
+  }
+  rmSync(file, { force: true })
+  return out
+}
+
+function sqliteVec(vecDir: string, dir: string, cell: Cell, dims: number): Record<string, unknown> {
   const require = createRequire(join(vecDir, 'package.json'))
   const { getLoadablePath } = require('sqlite-vec') as { getLoadablePath(): string }
   const db = new DatabaseSync(join(dir, 'vec.db'), { allowExtension: true })
   db.loadExtension(getLoadablePath())
   db.exec(`CREATE VIRTUAL TABLE v USING vec0(embedding float[${dims}] distance_metric=cosine)`)
-  let t0 = performance.now()
   const insert = db.prepare('INSERT INTO v (rowid, embedding) VALUES (?, ?)')
   db.exec('BEGIN')
-  vectors.forEach((v, i) => insert.run(BigInt(i + 1), toBlob(v)))
+  cell.vectors.forEach((v, i) => insert.run(BigInt(i + 1), toBlob(v)))
   db.exec('COMMIT')
-  const insertMs = performance.now() - t0
-  const knn = db.prepare('SELECT rowid, distance FROM v WHERE embedding MATCH ? AND k = 100')
-  for (let i = 0; i < 10; i++) knn.all(toBlob(qs[i]!))
-  const times: number[] = []
-  for (const q of qs) { t0 = performance.now(); knn.all(toBlob(q)); times.push(performance.now() - t0) }
+  const knn = db.prepare(`SELECT rowid FROM v WHERE embedding MATCH ? AND k = ${cell.k}`)
+  const t = timed()
+  const rows = cell.qs.map((q) => (measure(t, () => knn.all(toBlob(q))) as Array<{ rowid: number }>).map((r) => Number(r.rowid) - 1))
   db.close()
-  return { ...quantiles(times), insert_ms: Math.round(insertMs) }
+  return candidate(cell, t, rows)
 }
 
 if (import.meta.main) await main()

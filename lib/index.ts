@@ -10,6 +10,7 @@ import { registerScenes } from './kernel/scenes/register.ts'
 import { checkSceneKey } from './store/scene-key.ts'
 import { registerStatistics } from './plugin/statistics.ts'
 import { attachHostSurface, registerSurface } from './plugin/surface.ts'
+import { untraced } from './plugin/untraced.ts'
 import { StableMem } from './service.ts'
 import { checkTeamConfig } from './team/config.ts'
 import { teamTarget } from './team/connection.ts'
@@ -43,7 +44,8 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     if (config.surface !== 'service') registerSurface(inner, config, resolvedPath, name, (scope) => surface.hostServes(scope))
     registerCompactionCapture(inner, () => inner.stablemem, config)
     registerHeartbeat(inner, () => inner.stablemem, config)
-    registerScenes(inner, () => inner.stablemem)
+    const memory = untraced(inner.stablemem) // scenes run on every turn (lib/plugin/untraced.ts)
+    registerScenes(inner, () => memory)
     registerStatistics(inner)
     if (!publish(ctx, inner.stablemem)) {
       inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)

@@ -1,9 +1,28 @@
 import type { BlockStore } from '../store/store.ts'
 import type { StoredVector } from '../store/vectors.ts'
 import { centre, usableCentroid } from './centroid.ts'
+import { SignCodes } from './sign-codes.ts'
 
 /** Rows read per query while loading. */
 const PAGE = 4096
+
+/**
+ * From this many vectors on, `search` shortlists by sign codes and re-ranks exactly; below it the
+ * exact scan costs a few ms (≈4 ms at 10k × 512) and is used as it is. Measured in bench:vectors.
+ */
+export const APPROXIMATE_FROM = 10_000
+/** Smallest shortlist re-ranked exactly, whatever k (docs/benchmarks.md, "Vectors at 100k"). */
+export const SHORTLIST_MIN = 2048
+/** Shortlist rows per requested neighbour, when that is more than `SHORTLIST_MIN`. */
+export const SHORTLIST_PER_K = 16
+
+/** How one index searches; the defaults are the measured choice. */
+export interface VectorIndexOptions {
+  /** Vector count from which `search` is approximate (default `APPROXIMATE_FROM`; Infinity: always exact). */
+  approximateFrom?: number
+  /** Smallest shortlist (default `SHORTLIST_MIN`). */
+  shortlistMin?: number
+}
 
 /** A nearest-neighbour hit: block id and cosine (centred when the centroid is in use). */
 export interface VectorHit {
@@ -12,11 +31,13 @@ export interface VectorHit {
 }
 
 /**
- * Brute-force cosine search over one contiguous Float32Array per vector space (model, dims),
- * loaded from the store once and then extended with only the vectors written since (by `seq`).
- * Chosen over sqlite-vec by measurement (docs/embeddings.md): about 3× faster in the same run,
- * exact, and no native extension to ship. Rows are stored centred when the centroid is in use; a change of that
- * decision reloads the space.
+ * Cosine search over one contiguous Float32Array per vector space (model, dims), loaded from the
+ * store once and then extended with only the vectors written since (by `seq`). Rows are stored
+ * centred when the centroid is in use; a change of that decision, or a forget, reloads the space.
+ * Two paths: the exact brute-force scan (`searchExact`; chosen over sqlite-vec by measurement,
+ * docs/embeddings.md), and from `APPROXIMATE_FROM` vectors on a shortlist by one-bit sign codes
+ * re-ranked with the exact cosine (`search`; chosen over int8 and a native HNSW index by measurement,
+ * docs/decisions.md D14). Both live in memory only: nothing outlives a forgotten note's vector row.
  */
 export class VectorIndex {
   readonly model: string
@@ -28,10 +49,16 @@ export class VectorIndex {
   private lastSeq = 0
   private centroid: Float32Array | null = null
   private forgetEpoch = 0
+  private signs: SignCodes
+  private readonly approximateFrom: number
+  private readonly shortlistMin: number
 
-  constructor(model: string, dims: number) {
+  constructor(model: string, dims: number, options: VectorIndexOptions = {}) {
     this.model = model
     this.dims = dims
+    this.signs = new SignCodes(dims)
+    this.approximateFrom = options.approximateFrom ?? APPROXIMATE_FROM
+    this.shortlistMin = options.shortlistMin ?? SHORTLIST_MIN
   }
 
   /** Number of vectors loaded. */
@@ -56,6 +83,7 @@ export class VectorIndex {
       this.rowOf = new Map()
       this.langs = []
       this.lastSeq = 0
+      this.signs = new SignCodes(this.dims)
     }
     const dims = this.dims
     for (let page = store.vectors.since(this.model, dims, this.lastSeq, PAGE); page.length > 0; page = store.vectors.since(this.model, dims, this.lastSeq, PAGE)) {
@@ -103,19 +131,41 @@ export class VectorIndex {
 
   /**
    * The `k` nearest blocks to a unit query vector that pass `allow` (language, and block id for a
-   * scope filter; asked only of rows that would enter the top k), best first.
+   * scope filter; asked only of rows that would enter the top k), best first. From `approximateFrom`
+   * vectors on, only a shortlist by sign code is scored (at least `shortlistMin`, or 16 per k, rows);
+   * when fewer than `k` shortlisted rows pass `allow` (a narrow scope), the exact scan answers instead.
    */
   search(query: Float32Array, k: number, allow: (lang: string, id: string) => boolean): VectorHit[] {
     if (query.length !== this.dims || k <= 0) return []
     const q = this.centroid ? centre(query, this.centroid) : query
+    const n = this.ids.length
+    if (n >= this.approximateFrom) {
+      this.signs.sync(this.data, n)
+      const shortlist = this.signs.nearest(q, Math.max(this.shortlistMin, SHORTLIST_PER_K * k))
+      const hits = this.scan(q, k, allow, shortlist)
+      if (hits.length >= Math.min(k, n) || shortlist.length === n) return hits
+    }
+    return this.scan(q, k, allow, null)
+  }
+
+  /** `search` by the exact brute-force scan of every row, whatever the size. */
+  searchExact(query: Float32Array, k: number, allow: (lang: string, id: string) => boolean): VectorHit[] {
+    if (query.length !== this.dims || k <= 0) return []
+    return this.scan(this.centroid ? centre(query, this.centroid) : query, k, allow, null)
+  }
+
+  /** The top k of these rows (all rows when null) by dot product with the (centred) query. */
+  private scan(q: Float32Array, k: number, allow: (lang: string, id: string) => boolean, rows: Int32Array | null): VectorHit[] {
     const dims = this.dims
     const data = this.data
-    const n = this.ids.length
+    const count = rows === null ? this.ids.length : rows.length
     const topIdx = new Int32Array(k).fill(-1)
     const topScore = new Float64Array(k).fill(-Infinity)
     let worst = -Infinity
     const tail = dims - (dims % 4)
-    for (let r = 0, off = 0; r < n; r++, off += dims) {
+    for (let j = 0; j < count; j++) {
+      const r = rows === null ? j : rows[j]!
+      const off = r * dims
       // Four independent sums: measured ≈1.3× faster than one running sum in V8.
       let s0 = 0
       let s1 = 0
@@ -131,18 +181,18 @@ export class VectorIndex {
       const s = s0 + s1 + s2 + s3
       if (!(s > worst)) continue
       if (!allow(this.langs[r]!, this.ids[r]!)) continue
-      let j = k - 1
-      while (j > 0 && topScore[j - 1]! < s) {
-        topScore[j] = topScore[j - 1]!
-        topIdx[j] = topIdx[j - 1]!
-        j--
+      let p = k - 1
+      while (p > 0 && topScore[p - 1]! < s) {
+        topScore[p] = topScore[p - 1]!
+        topIdx[p] = topIdx[p - 1]!
+        p--
       }
-      topScore[j] = s
-      topIdx[j] = r
+      topScore[p] = s
+      topIdx[p] = r
       worst = topScore[k - 1]!
     }
     const out: VectorHit[] = []
-    for (let j = 0; j < k && topIdx[j]! >= 0; j++) out.push({ id: this.ids[topIdx[j]!]!, score: topScore[j]! })
+    for (let p = 0; p < k && topIdx[p]! >= 0; p++) out.push({ id: this.ids[topIdx[p]!]!, score: topScore[p]! })
     return out
   }
 }

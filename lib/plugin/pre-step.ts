@@ -5,12 +5,14 @@ import type { Config } from '../config.ts'
 import { queryFromBatch } from './query-source.ts'
 import { preStepAsPreAction, type PreStepPayload } from '../kernel/stages/adapt.ts'
 import type { AgentScope } from '../kernel/stages/types.ts'
+import { withoutCardNotes } from '../kernel/scenes/union.ts'
 import { abstentionOf } from '../recall/abstain.ts'
 import { isQuestion } from '../text/question.ts'
 import { originLabel } from './origin.ts'
 import { renderAbstention, renderRecall } from './render.ts'
 import { teamLabel } from './team-label.ts'
 import { placeOf } from './session-place.ts'
+import { untraced } from './untraced.ts'
 
 /**
  * Registers the per-turn recall: on the first step of a turn, after everything downstream has
@@ -24,12 +26,12 @@ import { placeOf } from './session-place.ts'
 export function registerPreStep(ctx: Context, config: Config, pluginName: string, agents: AgentScope = 'all'): void {
   const allow = new Set(config.querySources)
   const logger = ctx.logger('stablemem')
+  const service = untraced(ctx.stablemem) // called on every turn: not through cordis's tracing proxy (untraced.ts)
   const recall = async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
     const decision = await next()
     if (decision.kind !== 'enter' || payload.step !== 1 || !config.inject) return decision
     const query = queryFromBatch(decision.messages, allow, pluginName)
     if (query === '') return decision
-    const service = ctx.stablemem
     if (service.unavailableReason() !== undefined) return decision // memory is off; the context line says why
     let text: string
     try {
@@ -37,7 +39,9 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
       // the session's view: its workspace's notes, its preset's, and global ones; never another workspace's.
       // The notes of the turn's scene join them (docs/scenes.md), within the same view.
       const scenes = service.scenes.readKeys(String(payload.agent.id))
-      const hits = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scenes, scope: placeOf(payload.agent) })
+      const found = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scenes, scope: placeOf(payload.agent) })
+      // A convention the turn's scene card already shows is not quoted again (docs/scenes.md).
+      const hits = withoutCardNotes(found, service.scenes.cardNotes(String(payload.agent.id), payload.turn))
       const abstention = abstentionOf(hits)
       if (abstention !== undefined) {
         // The notice answers a question about a store that holds notes; after a statement, or

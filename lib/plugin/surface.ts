@@ -6,6 +6,7 @@ import { contextLine, contextName } from './context-line.ts'
 import { modelTools } from './model-tools.ts'
 import { registerPreStep } from './pre-step.ts'
 import { registerSceneCard } from '../kernel/scenes/card.ts'
+import { untraced } from './untraced.ts'
 
 /**
  * What the host row tells the kernel rows through the service it publishes: the mode, the
@@ -61,10 +62,11 @@ export function attachHostSurface(service: StableMem, mode: SurfaceMode, config:
  */
 export function registerSurface(ctx: Context, config: Config, storePath: string, pluginName: string, serves: (scope: ScopeKey | undefined) => boolean): void {
   for (const tool of modelTools(ctx, config)) ctx.tools.register(tool)
+  const memory = untraced(ctx.stablemem) // the line is rendered on every step (untraced.ts)
   ctx.systemPrompt.context({
     name: contextName(storePath, config.toolName),
     order: 500,
-    text: (assembly) => serves(assembly.scope) ? contextLine(ctx.stablemem, config.toolName) : '',
+    text: (assembly) => serves(assembly.scope) ? contextLine(memory, config.toolName) : '',
   })
   // The recall runs as a stage handler of the host's stage API, which sees every agent: `serves` scopes it.
   registerPreStep(ctx, config, pluginName, (agent) => serves(agent))

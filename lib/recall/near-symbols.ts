@@ -19,7 +19,8 @@ import { symbolVariants } from './symbols.ts'
  *    frame finds the notes that can hold any of them; none means all of them are absent.
  * 3. When a frame's notes are few (`FRAME_ROWS`) and every token is stemmer-proof, their texts
  *    are read and each neighbour's token sequence is looked for in them: exactly what the phrase
- *    query would say. Otherwise a neighbour is looked up as a phrase (stopping at the first note),
+ *    query would say, with no token looked up (step 1 only spares phrase lookups, and a sequence
+ *    found in a note's tokens has every token held; the dozens of lookups cost more than the frame). Otherwise a neighbour is looked up as a phrase (stopping at the first note),
  *    at most `PHRASE_LOOKUPS` of them per missing string, in the order `typoVariants` gives; past
  *    that budget a neighbour is not offered. The hint is a courtesy, its cost must stay bounded.
  */
@@ -60,6 +61,8 @@ function frameMatch(before: readonly string[], after: readonly string[]): string
 interface Form {
   s: string
   t: string[]
+  /** Position among the neighbours asked about (the phrase budget is spent in this order). */
+  order?: number
 }
 
 /**
@@ -68,10 +71,10 @@ interface Form {
  */
 export function presentNeighbours(store: RecallSource, original: string, neighbours: readonly string[]): Set<string> {
   const forms: Form[] = [...new Set(neighbours)].map((s) => ({ s, t: tokens(s) }))
-  const held = new Map<string, boolean>()
+  const heldTokens = new Map<string, boolean>()
   const tokenHeld = (t: string) => {
-    let known = held.get(t)
-    if (known === undefined) held.set(t, known = store.ftsRowids(matchPhrase(t), 1).length > 0)
+    let known = heldTokens.get(t)
+    if (known === undefined) heldTokens.set(t, known = store.ftsRowids(matchPhrase(t), 1).length > 0)
     return known
   }
   const present = new Set<string>()
@@ -81,24 +84,27 @@ export function presentNeighbours(store: RecallSource, original: string, neighbo
     lookups++
     if (store.ftsRowids(matchPhrase(form.s), 1).length > 0) present.add(form.s)
   }
+  const held = (form: Form) => !form.t.some((t) => stemProof(t) && !tokenHeld(t))
   const models = phraseForms(original).map(tokens)
   const frames = new Map<string, { match: string, forms: Form[] }>()
-  for (const form of forms) {
-    if (form.t.some((t) => stemProof(t) && !tokenHeld(t))) continue // a token no note holds
-    if (form.t.length === 1 && stemProof(form.t[0]!)) { present.add(form.s); continue }
+  for (const [order, form] of forms.entries()) {
+    if (form.t.length === 1 && stemProof(form.t[0]!)) { if (tokenHeld(form.t[0]!)) present.add(form.s); continue }
     const model = models.find((m) => m.length === form.t.length && m.filter((t, i) => t !== form.t[i]).length === 1)
-    if (model === undefined || form.t.length < 2) { lookUp(form); continue }
+    if (model === undefined || form.t.length < 2) { if (held(form)) lookUp(form); continue }
     const at = model.findIndex((t, i) => t !== form.t[i])
     const key = `${at}\0${model.join('\0')}`
     let frame = frames.get(key)
     if (!frame) frames.set(key, frame = { match: frameMatch(model.slice(0, at), model.slice(at + 1)), forms: [] })
-    frame.forms.push(form)
+    frame.forms.push({ ...form, order })
   }
+  // Frames checked in memory need no token lookups: a note whose tokens hold the sequence holds each token.
+  const crowded: Form[][] = []
   for (const { match, forms: inFrame } of frames.values()) {
     const rowids = store.ftsRowids(match, FRAME_ROWS + 1)
     if (rowids.length === 0) continue // no note holds the frame, so none holds any of its neighbours
     if (rowids.length > FRAME_ROWS || !inFrame.every((f) => f.t.every(stemProof))) {
-      for (const form of inFrame) lookUp(form)
+      const asked = inFrame.filter(held)
+      if (asked.length > 0) crowded.push(asked)
       continue
     }
     const texts = [...store.blocksByRowid(rowids).values()].map((b) => ` ${tokens(withoutCjk(b.text)).join(' ')} `)
@@ -107,5 +113,8 @@ export function presentNeighbours(store: RecallSource, original: string, neighbo
       if (texts.some((text) => text.includes(sequence))) present.add(form.s)
     }
   }
+  // The rest spend the phrase budget in the order `typoVariants` gives, frame by frame.
+  crowded.sort((a, b) => a[0]!.order! - b[0]!.order!)
+  for (const inFrame of crowded) for (const form of inFrame) lookUp(form)
   return present
 }

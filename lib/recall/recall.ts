@@ -96,8 +96,20 @@ export function recallBlocks(store: RecallSource, query: string, options: Recall
     }
   }
   const terms = searchTerms(store, analysis)
-  addCandidates(matchAny(terms), CANDIDATES, postings(store, terms) > SEARCH_POSTINGS)
-  for (const symbol of analysis.exact) for (const variant of symbolVariants(symbol)) addCandidates(matchPhrase(variant), EXACT_CANDIDATES)
+  // Each spelling of each exact symbol, unranked first (`exactProbes`): an absent one leaves the
+  // OR search, which it could not change, and one whose every note the OR search already ranked is not searched again.
+  const probes = exactProbes(store, analysis.exact)
+  const orTerms = { ...terms, exact: terms.exact.filter((s) => probes.get(matchPhrase(s))!.length > 0) }
+  addCandidates(matchAny(orTerms), CANDIDATES, postings(store, terms) > SEARCH_POSTINGS)
+  for (const symbol of analysis.exact) {
+    for (const variant of symbolVariants(symbol)) {
+      const match = matchPhrase(variant)
+      const probe = probes.get(match)!
+      if (probe.length === 0) found.set(match, false)
+      else if (probe.length <= EXACT_CANDIDATES && orTerms.exact.includes(variant) && probe.every((rowid) => bm25.has(rowid))) found.set(match, true)
+      else addCandidates(match, EXACT_CANDIDATES)
+    }
+  }
   const blocks = current([...store.blocksByRowid([...bm25.keys()])], store, scopes)
 
   if (options.abstain !== false) {
@@ -217,6 +229,27 @@ function rarest(terms: readonly string[], df: ReadonlyMap<string, number>, limit
   present.sort((a, b) => df.get(a)! - df.get(b)! || (a < b ? -1 : a > b ? 1 : 0))
   const kept = new Set(present.slice(0, limit))
   return terms.filter((t) => kept.has(t))
+}
+
+/**
+ * The notes holding each spelling of each exact symbol (`symbolVariants`), keyed by its phrase
+ * expression: all of them when there are at most `EXACT_CANDIDATES`, else `EXACT_CANDIDATES + 1`,
+ * in one unranked pass each. A ranked phrase search walks the phrase's postings twice (bm25 counts
+ * the phrase's notes for its IDF first), and a phrase of common tokens (`10 · 3 · 7 · 9`) reads
+ * long lists at a million notes, so the probe settles what the ranked searches would only repeat:
+ * a spelling no note holds adds no candidate and no bm25 to any (FTS5 scores an absent phrase 0),
+ * and a phrase of the OR search gives each of its notes there a bm25 at least as good as its own
+ * search would. The whole store is probed, also within scopes: absent there is absent in every scope.
+ */
+function exactProbes(store: RecallSource, exact: readonly string[]): Map<string, number[]> {
+  const probes = new Map<string, number[]>()
+  for (const symbol of exact) {
+    for (const variant of symbolVariants(symbol)) {
+      const match = matchPhrase(variant)
+      if (!probes.has(match)) probes.set(match, store.ftsRowids(match, EXACT_CANDIDATES + 1))
+    }
+  }
+  return probes
 }
 
 /**

@@ -109,10 +109,18 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
   const dryRun = options.dryRun ?? false
   const origin = checkOrigin(options.origin ?? '')
   const { db } = host
-  db.exec('CREATE TEMP TABLE IF NOT EXISTS stablemem_forget (id TEXT PRIMARY KEY, rid INTEGER NOT NULL)')
-  db.exec('BEGIN IMMEDIATE')
+  // Keyed by rowid, the order the notes are read and deleted in; the index on id serves every `IN (SELECT id …)` below.
+  db.exec('CREATE TEMP TABLE IF NOT EXISTS stablemem_forget (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE)')
+  const dependents = dependentsOf(host)
+  // With every dependent deleted set-based (see `dependentsOf`), SQLite's own cascade would only
+  // look again, once per note and table. `foreign_keys` changes only outside a transaction and
+  // recompiles the connection's statements, so a forget that may take many notes (a filter or a
+  // long list) switches it off for its transaction and back on after.
+  const cascadeOff = !dryRun && dependents !== null && (selection.kind === 'filter' || selection.ids.length >= BULK_NOTES) && foreignKeysOn(host)
+  if (cascadeOff) db.exec('PRAGMA foreign_keys = OFF')
   let result: ForgetResult
   try {
+    db.exec('BEGIN IMMEDIATE')
     db.exec('DELETE FROM temp.stablemem_forget')
     let unknown: string[] = []
     if (selection.kind === 'ids') {
@@ -124,21 +132,23 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
         host.fillNearKeys()
         host.stmt('forget.pickDuplicates', `INSERT OR IGNORE INTO temp.stablemem_forget (id, rid)
           SELECT b.id, b.rowid FROM blocks b WHERE b.near_key IN (
-            SELECT k.near_key FROM blocks k JOIN temp.stablemem_forget f ON f.rid = k.rowid WHERE k.near_key <> '')`).run()
+            SELECT k.near_key FROM temp.stablemem_forget f CROSS JOIN blocks k ON k.rowid = f.rid WHERE k.near_key <> '')`).run()
       }
     } else {
       const { where, params } = filterSql(selection.filter)
       db.prepare(`INSERT OR IGNORE INTO temp.stablemem_forget (id, rid) SELECT id, rowid FROM blocks ${where}`).run(...params)
     }
-    const deleted = readDeleted(host)
-    const restored = restore ? respliceSuccessors(host) : []
+    const { deleted, rids } = readDeleted(host)
+    const restored = restore ? respliceSuccessors(host, deleted) : []
     const everything = selection.kind === 'filter' && selection.filter.all === true
-    const counts = dryRun ? countRefs(host) : deleteRefs(host, origin, everything)
+    const counts = dryRun ? countRefs(host) : deleteRefs(host, { origin, everything, dependents, deleted, rids })
     db.exec(dryRun ? 'ROLLBACK' : 'COMMIT')
     result = { deleted, unknown, restored, ...counts, dryRun, walCleared: false }
   } catch (error) {
     if (db.isTransaction) db.exec('ROLLBACK')
     throw error
+  } finally {
+    if (cascadeOff) db.exec('PRAGMA foreign_keys = ON')
   }
   if (!dryRun && result.deleted.length > 0) result.walCleared = clearWal(db, host.busyTimeoutMs)
   return result
@@ -227,14 +237,28 @@ function filterSql(filter: ForgetFilter): { where: string, params: Array<string 
   return { where: clauses.length === 0 ? '' : `WHERE ${clauses.join(' AND ')}`, params }
 }
 
-function readDeleted(host: ForgetHost): Block[] {
-  const rows = host.stmt('forget.read', `SELECT b.id, b.text, b.source, b.scene, b.semantic_type, b.created_at, b.updated_at,
-    b.access_count, b.last_access_at, b.superseded_by FROM blocks b JOIN temp.stablemem_forget f ON f.rid = b.rowid ORDER BY b.rowid`).all()
-  return rows.map((r) => ({
-    id: String(r.id), text: String(r.text), source: String(r.source), scene: String(r.scene), semanticType: String(r.semantic_type),
-    createdAt: Number(r.created_at), updatedAt: Number(r.updated_at), accessCount: Number(r.access_count),
-    lastAccessAt: r.last_access_at === null ? null : Number(r.last_access_at), supersededBy: r.superseded_by === null ? null : String(r.superseded_by),
-  }))
+/**
+ * The selected notes, oldest first, and their rowids in the same order (read once, for the report
+ * and the index deletes). The selection is the outer loop (CROSS JOIN): ordered by rowid, the
+ * planner would otherwise walk the whole block table to meet one note.
+ */
+function readDeleted(host: ForgetHost): { deleted: Block[], rids: number[] } {
+  const statement = host.stmt('forget.read', `SELECT b.id, b.text, b.source, b.scene, b.semantic_type, b.created_at, b.updated_at,
+    b.access_count, b.last_access_at, b.superseded_by, b.rowid FROM temp.stablemem_forget f CROSS JOIN blocks b ON b.rowid = f.rid ORDER BY f.rid`)
+  statement.setReturnArrays(true) // rows as arrays: cheaper to materialise than objects
+  const rows = statement.all() as unknown as unknown[][]
+  const deleted: Block[] = new Array(rows.length)
+  const rids: number[] = new Array(rows.length)
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!
+    deleted[i] = {
+      id: String(r[0]), text: String(r[1]), source: String(r[2]), scene: String(r[3]), semanticType: String(r[4]),
+      createdAt: Number(r[5]), updatedAt: Number(r[6]), accessCount: Number(r[7]),
+      lastAccessAt: r[8] === null ? null : Number(r[8]), supersededBy: r[9] === null ? null : String(r[9]),
+    }
+    rids[i] = Number(r[10])
+  }
+  return { deleted, rids }
 }
 
 /**
@@ -242,12 +266,11 @@ function readDeleted(host: ForgetHost): Block[] {
  * now points at the forgotten note's own successor (following chains through several forgotten
  * notes), or becomes current when there is none. Returns the notes that became current.
  */
-function respliceSuccessors(host: ForgetHost): string[] {
-  const successor = new Map((host.stmt('forget.successors', `SELECT b.id, b.superseded_by FROM blocks b
-    JOIN temp.stablemem_forget f ON f.rid = b.rowid`).all() as Array<{ id: string, superseded_by: string | null }>)
-    .map((r) => [String(r.id), r.superseded_by === null ? null : String(r.superseded_by)]))
+function respliceSuccessors(host: ForgetHost, deleted: readonly Block[]): string[] {
   const affected = host.stmt('forget.affected', `SELECT id, superseded_by FROM blocks WHERE superseded_by IN (SELECT id FROM temp.stablemem_forget)
     AND rowid NOT IN (SELECT rid FROM temp.stablemem_forget)`).all() as Array<{ id: string, superseded_by: string }>
+  if (affected.length === 0) return []
+  const successor = new Map(deleted.map((b) => [b.id, b.supersededBy]))
   const update = host.stmt('forget.resplice', 'UPDATE blocks SET superseded_by = ? WHERE id = ?')
   const edge = host.stmt('forget.resupersede', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
     VALUES ('block', ?, 'block', ?, 'supersedes', ?) ON CONFLICT DO NOTHING`)
@@ -276,8 +299,19 @@ function countRefs(host: ForgetHost): { edges: number, vectors: number } {
   return { edges: Number(row.edges), vectors: Number(row.vectors) }
 }
 
+/** What `deleteRefs` deletes and records. */
+interface Deletion {
+  origin: string
+  /** Every note goes: the index is emptied in one step. */
+  everything: boolean
+  dependents: readonly Dependent[] | null
+  /** The selected notes and their rowids, as `readDeleted` read them. */
+  deleted: readonly Block[]
+  rids: readonly number[]
+}
+
 /** Deletes the selected notes and everything that refers to them, and writes their tombstones. */
-function deleteRefs(host: ForgetHost, origin: string, everything: boolean): { edges: number, vectors: number } {
+function deleteRefs(host: ForgetHost, { origin, everything, dependents, deleted, rids }: Deletion): { edges: number, vectors: number } {
   const run = (key: string, sql: string, ...params: Array<string | number>): number => Number(host.stmt(key, sql).run(...params).changes)
   let edges = run('forget.edgesOut', `DELETE FROM edges WHERE source_kind = 'block' AND source_id IN (SELECT id FROM temp.stablemem_forget)`)
   edges += run('forget.edgesIn', `DELETE FROM edges WHERE target_kind = 'block' AND target_id IN (SELECT id FROM temp.stablemem_forget)`)
@@ -287,11 +321,91 @@ function deleteRefs(host: ForgetHost, origin: string, everything: boolean): { ed
     WHERE block_id IN (SELECT id FROM temp.stablemem_forget))`)
   const vectors = run('forget.vectors', 'DELETE FROM vectors WHERE block_id IN (SELECT id FROM temp.stablemem_forget)')
   if (everything) host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('delete-all')")
-  else deleteIndexEntries(host)
+  else deleteIndexEntries(host, deleted, rids)
   run('forget.tombstones', `INSERT INTO tombstones (id, forgotten_at, origin) SELECT id, ?, ? FROM temp.stablemem_forget WHERE true
     ON CONFLICT(id) DO UPDATE SET forgotten_at = excluded.forgotten_at, origin = excluded.origin`, host.now(), origin)
-  run('forget.blocks', 'DELETE FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
+  for (const d of dependents ?? []) {
+    if (d.table === 'vectors') continue // deleted above, and counted for the report
+    const keys = d.parentColumn === 'rowid' || d.parentColumn === 'id' ? `SELECT ${d.parentColumn === 'rowid' ? 'rid' : 'id'} FROM temp.stablemem_forget`
+      : `SELECT ${quoteId(d.parentColumn)} FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)`
+    run(`forget.dependent ${d.table}.${d.column}`, `DELETE FROM ${quoteId(d.table)} WHERE ${quoteId(d.column)} IN (${keys})`)
+  }
+  const countTrigger = deleted.length >= BULK_NOTES ? detachCountTrigger(host) : undefined
+  const removed = run('forget.blocks', 'DELETE FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
+  if (countTrigger !== undefined) {
+    run('forget.count', 'UPDATE block_count SET n = n - ?', removed)
+    host.db.exec(countTrigger)
+  }
   return { edges, vectors }
+}
+
+/** A table whose rows refer to a note by a foreign key with ON DELETE CASCADE: they go with it. */
+interface Dependent {
+  table: string
+  column: string
+  /** The column of `blocks` it refers to (`rowid` or `id`). */
+  parentColumn: string
+}
+
+/**
+ * From this many notes up, a forget does once what SQLite would do per note: a forget by id list
+ * turns the per-note cascade off (see `forgetBlocks`; a filter always does, since it may match
+ * any number), and the block count is moved once (`detachCountTrigger`).
+ */
+const BULK_NOTES = 64
+
+/** Per connection, with the schema version they were read at. */
+const dependentsCache = new WeakMap<DatabaseSync, { schema: number, dependents: readonly Dependent[] | null }>()
+
+/**
+ * Every table that refers to `blocks` by a foreign key (read from the schema, so a table a later
+ * migration adds is included), for deleting their rows with one statement per table. Null when
+ * one of them cannot be handled that way: an action other than CASCADE, a key of several
+ * columns, or a table that is itself referred to (its own dependents would need the cascade); the
+ * forget then leaves the cascade to SQLite, note by note.
+ */
+function dependentsOf(host: ForgetHost): readonly Dependent[] | null {
+  const schema = Number((host.stmt('forget.schemaVersion', 'PRAGMA schema_version').get() as { schema_version: number }).schema_version)
+  const cached = dependentsCache.get(host.db)
+  if (cached?.schema === schema) return cached.dependents
+  const keys = host.db.prepare(`SELECT m.name AS child, f."table" AS parent, f."from" AS col, f."to" AS parent_col, f.on_delete AS action, f.seq AS seq
+    FROM sqlite_schema m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table'`).all() as Array<{ child: string, parent: string, col: string,
+      parent_col: string | null, action: string, seq: number }>
+  const onBlocks = keys.filter((k) => String(k.parent).toLowerCase() === 'blocks')
+  const children = new Set(onBlocks.map((k) => String(k.child).toLowerCase()))
+  const handled = onBlocks.every((k) => String(k.action).toUpperCase() === 'CASCADE' && Number(k.seq) === 0)
+    && !keys.some((k) => children.has(String(k.parent).toLowerCase()))
+  const dependents = handled
+    ? onBlocks.map((k) => ({ table: String(k.child), column: String(k.col), parentColumn: k.parent_col === null ? 'rowid' : String(k.parent_col) }))
+    : null
+  dependentsCache.set(host.db, { schema, dependents })
+  return dependents
+}
+
+function foreignKeysOn(host: ForgetHost): boolean {
+  return Number((host.stmt('forget.foreignKeys', 'PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys) === 1
+}
+
+/** An SQL identifier, quoted. */
+function quoteId(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`
+}
+
+/** The block count's delete trigger as the migration that added it wrote it (lib/store/schema.ts). */
+const COUNT_TRIGGER = 'CREATE TRIGGER block_count_delete AFTER DELETE ON blocks BEGIN UPDATE block_count SET n = n - 1; END'
+
+/**
+ * The block count's delete trigger costs as much as the rest of a block row's deletion (SQLite
+ * runs it once per row). A large forget drops it inside its transaction, moves the count once by
+ * the rows deleted and creates it again, so the schema is the same once the transaction ends (a
+ * rollback restores it too). Returns the trigger's SQL, or undefined, leaving it alone, when it is
+ * not the one this code knows (a later migration changed it).
+ */
+function detachCountTrigger(host: ForgetHost): string | undefined {
+  const row = host.stmt('forget.countTrigger', "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = 'block_count_delete'").get() as { sql: string } | undefined
+  if (row?.sql !== COUNT_TRIGGER) return undefined
+  host.db.exec('DROP TRIGGER block_count_delete')
+  return row.sql
 }
 
 /** How a forget removes its notes' entries from the full-text index (see `indexDeletion`). */
@@ -320,14 +434,12 @@ export function indexDeletion(deleted: number, indexed: number): IndexDeletion {
  * contentless), by the cheaper way `indexDeletion` picks. The rewrite switches secure-delete off
  * for its deletes and back on before the transaction commits, so no other writer ever sees it off.
  */
-function deleteIndexEntries(host: ForgetHost): void {
-  const rows = host.stmt('forget.indexed', `SELECT f.rid, b.text FROM temp.stablemem_forget f
-    JOIN blocks b ON b.rowid = f.rid`).all() as Array<{ rid: number, text: string }>
-  if (rows.length === 0) return
+function deleteIndexEntries(host: ForgetHost, deleted: readonly Block[], rids: readonly number[]): void {
+  if (deleted.length === 0) return
   // Counting stops where the answer is known, so forgetting one note does not count a large store.
   const indexed = Number((host.stmt('forget.indexedCount', 'SELECT count(*) AS n FROM (SELECT 1 FROM blocks LIMIT ?)')
-    .get(rows.length * REWRITE_BREAK_EVEN + 1) as { n: number }).n)
-  const rewrite = indexDeletion(rows.length, indexed) === 'rewrite'
+    .get(deleted.length * REWRITE_BREAK_EVEN + 1) as { n: number }).n)
+  const rewrite = indexDeletion(deleted.length, indexed) === 'rewrite'
   const remove = host.stmt('forget.fts', "INSERT INTO blocks_fts (blocks_fts, rowid, latin, cjk) VALUES ('delete', ?, ?, ?)")
   // FTS5 takes an option's value as an integer only, so it is bound as a BigInt.
   const ftsOption = host.stmt('forget.ftsOption', 'INSERT INTO blocks_fts (blocks_fts, rank) VALUES (?, ?)')
@@ -340,7 +452,7 @@ function deleteIndexEntries(host: ForgetHost): void {
     option('secure-delete', 0)
     option('hashsize', REWRITE_HASH_SIZE)
   }
-  for (const row of rows) remove.run(row.rid, ...indexColumns(String(row.text)))
+  for (let i = 0; i < deleted.length; i++) remove.run(rids[i]!, ...indexColumns(deleted[i]!.text))
   if (rewrite) {
     host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
     option('hashsize', hashSize)

@@ -15,6 +15,8 @@ export interface SceneTableDeps {
   now(): number
   /** Changes whenever another connection wrote the file (`PRAGMA data_version`). */
   dataVersion(): number
+  /** Whether a transaction is open on the connection (its writes may still roll back). */
+  inTransaction(): boolean
 }
 
 /** Where a scene came from: declared (config, commit, service) or emergent (seen twice). */
@@ -44,6 +46,8 @@ export interface EmergentScene extends SceneRow {
 /** A note attached to a scene. */
 export interface SceneRef {
   blockId: string
+  /** The note's text. */
+  text: string
   /** The scene key it was found through (the heaviest ref's). */
   scene: string
   weight: number
@@ -87,6 +91,8 @@ export function migrateSceneColumn(db: DatabaseSync, now: number = Date.now()): 
 }
 
 const ROW = 'id, key, origin, strength, created_at, updated_at'
+/** Distinct questions `attached` remembers between two writes (a turn asks one or two). */
+const MEMO_ANSWERS = 16
 
 function toRow(r: Record<string, unknown>): SceneRow {
   return {
@@ -98,8 +104,8 @@ function toRow(r: Record<string, unknown>): SceneRow {
 /** The scene tables of one store. */
 export class SceneTable {
   private readonly deps: SceneTableDeps
-  /** The emergent scenes and the data version they were read at (read on every human turn). */
-  private cache: { version: number, scenes: EmergentScene[] } | undefined
+  /** The emergent scenes (by id too) and the data version they were read at (read on every human turn). */
+  private cache: { version: number, scenes: EmergentScene[], byId: Map<number, EmergentScene> } | undefined
   /**
    * Reinforcements not written yet, by scene id: a recurring turn only counts (+1 strength, max
    * feature weights, updated_at), and a write transaction per human turn would cost a sync of the
@@ -107,6 +113,18 @@ export class SceneTable {
    * scene API schedules it a moment later; reads, decay and close flush first).
    */
   private readonly pending = new Map<number, { bump: number, updatedAt: number, features: Map<string, number> }>()
+  /** Turns in declared scenes not stored yet, by key: created by `flush` (see `sightLater`). */
+  private readonly pendingDeclared = new Map<string, { sightings: number, at: number }>()
+  /** Sightings of fingerprint labels not written yet, by label (see `recordEvidence`). */
+  private readonly pendingEvidence = new Map<string, { count: number, at: number }>()
+  /**
+   * The answers of `attached` since the connection's last write: the card and the recall of one
+   * turn ask the same question, and the answer cannot change while nothing was written
+   * (`total_changes()` for this connection, `data_version` for the others).
+   */
+  private attachedMemo: { version: string, answers: Map<string, SceneRef[]> } | undefined
+  /** Told of every change to the cached emergent scenes (`watchEmergent`). */
+  private readonly watchers: Array<(id: number | undefined) => void> = []
 
   constructor(deps: SceneTableDeps) {
     this.deps = deps
@@ -119,7 +137,7 @@ export class SceneTable {
 
   /** The scene with this (normalised) key, or undefined (pending reinforcements written first). */
   byKey(key: string): SceneRow | undefined {
-    this.flush()
+    this.flushForRead()
     return this.rowByKey(key)
   }
 
@@ -135,11 +153,31 @@ export class SceneTable {
    */
   declare(key: string, bump: number, now: number = this.deps.now()): { row: SceneRow, created: boolean } {
     this.flush()
+    return this.declareRow(key, 1, bump, now)
+  }
+
+  /**
+   * Counts a human turn in the declared scene `key` without writing: an existing scene as
+   * `reinforceLater` (+1), a key not stored yet is created by `flush` with one strength per
+   * sighting — so a turn in a new situation writes nothing on its path either.
+   */
+  sightLater(key: string, now: number = this.deps.now()): void {
+    if (this.reinforceLater(key, [], 1, now)) return
+    const entry = this.pendingDeclared.get(key)
+    if (entry === undefined) this.pendingDeclared.set(key, { sightings: 1, at: now })
+    else {
+      entry.sightings++
+      entry.at = Math.max(entry.at, now)
+    }
+  }
+
+  /** `declare` in the open transaction: created with `strength`, else + `bump`. */
+  private declareRow(key: string, strength: number, bump: number, now: number): { row: SceneRow, created: boolean } {
     const inserted = this.deps.stmt('scene.declare', `INSERT INTO scenes (key, origin, strength, created_at, updated_at)
-      VALUES (?, 'declared', 1, ?, ?) ON CONFLICT(key) DO NOTHING`).run(key, now, now)
+      VALUES (?, 'declared', ?, ?, ?) ON CONFLICT(key) DO NOTHING`).run(key, strength, now, now)
     const created = Number(inserted.changes) === 1
-    if (!created) this.deps.stmt('scene.bump', 'UPDATE scenes SET strength = strength + ?, updated_at = ? WHERE key = ?').run(bump, now, key)
-    const row = this.byKey(key)!
+    if (!created) this.deps.stmt('scene.bump', 'UPDATE scenes SET strength = strength + ?, updated_at = max(updated_at, ?) WHERE key = ?').run(bump, now, key)
+    const row = this.rowByKey(key)!
     if (row.origin === 'emergent') this.refreshCached(row.id) // a declared scene is not in the cache
     return { row, created }
   }
@@ -154,8 +192,28 @@ export class SceneTable {
       JOIN scenes s ON s.id = f.scene_id WHERE s.origin = 'emergent' ORDER BY f.weight DESC, f.feature`).all()) {
       byId.get(Number(f.scene_id))?.features.push({ key: String(f.feature), weight: Number(f.weight) })
     }
-    this.cache = { version, scenes: [...byId.values()] }
+    this.cache = { version, scenes: [...byId.values()], byId }
+    this.changed(undefined)
     return this.cache.scenes
+  }
+
+  /** The cached emergent scene `id` (undefined when it is not one, or the cache is not read). */
+  emergentScene(id: number): EmergentScene | undefined {
+    return this.cache?.byId.get(id)
+  }
+
+  /**
+   * Calls `watch(id)` whenever the cached emergent scene `id` appears, changes its features or
+   * goes, and `watch(undefined)` when the whole cache is read again or dropped — so an index over
+   * the emergent scenes (the kernel's similarity index) stays current without rereading them.
+   * A strength change alone is not reported (the scene object itself carries it).
+   */
+  watchEmergent(watch: (id: number | undefined) => void): void {
+    this.watchers.push(watch)
+  }
+
+  private changed(id: number | undefined): void {
+    for (const watch of this.watchers) watch(id)
   }
 
   /**
@@ -165,12 +223,22 @@ export class SceneTable {
   reinforceLater(key: string, features: readonly SceneFeature[], bump: number, now: number = this.deps.now()): boolean {
     const row = this.rowByKey(key)
     if (row === undefined) return false
-    let entry = this.pending.get(row.id)
-    if (entry === undefined) this.pending.set(row.id, entry = { bump: 0, updatedAt: now, features: new Map() })
+    this.reinforceIdLater(row.id, features, bump, now)
+    return true
+  }
+
+  /** `reinforceLater` of a scene the caller has just read (`emergent`), without looking its key up again. */
+  reinforceSceneLater(scene: SceneRow, features: readonly SceneFeature[], bump: number, now: number = this.deps.now()): void {
+    this.reinforceIdLater(scene.id, features, bump, now)
+  }
+
+  private reinforceIdLater(id: number, features: readonly SceneFeature[], bump: number, now: number): void {
+    let entry = this.pending.get(id)
+    if (entry === undefined) this.pending.set(id, entry = { bump: 0, updatedAt: now, features: new Map() })
     entry.bump += bump
     entry.updatedAt = Math.max(entry.updatedAt, now)
     for (const f of features) entry.features.set(f.key, Math.max(entry.features.get(f.key) ?? 0, f.weight))
-    const cached = this.cache?.scenes.find((s) => s.id === row.id)
+    const cached = this.cache?.byId.get(id)
     if (cached !== undefined) {
       cached.strength += bump
       cached.updatedAt = Math.max(cached.updatedAt, now)
@@ -179,27 +247,46 @@ export class SceneTable {
       for (const f of features) merged.set(f.key, Math.max(merged.get(f.key) ?? 0, f.weight))
       if (merged.size !== cached.features.length || features.some((f) => f.weight > (cached.features.find((c) => c.key === f.key)?.weight ?? 0))) {
         cached.features = [...merged].map(([key, weight]) => ({ key, weight })).sort((a, b) => b.weight - a.weight || (a.key < b.key ? -1 : 1))
+        this.changed(cached.id)
       }
     }
-    return true
   }
 
   /** Whether reinforcements wait to be written. */
   get hasPending(): boolean {
-    return this.pending.size > 0
+    return this.pending.size > 0 || this.pendingDeclared.size > 0 || this.pendingEvidence.size > 0
   }
 
-  /** Writes the pending reinforcements in one transaction; they stay queued if it fails. */
+  /** Writes the pending sightings, evidence and reinforcements in one transaction; they stay queued if it fails. */
   flush(): void {
-    if (this.pending.size === 0) return
-    const entries = [...this.pending]
+    if (!this.hasPending) return
+    const [entries, declared, evidence] = [[...this.pending], [...this.pendingDeclared], [...this.pendingEvidence]]
     this.deps.transaction(() => {
+      for (const [key, { sightings, at }] of declared) this.declareRow(key, sightings, sightings, at)
+      for (const [label, { count, at }] of evidence) {
+        this.deps.stmt('scene.addEvidence', `INSERT INTO situation_evidence (label, count, updated_at) VALUES (?, ?, ?)
+          ON CONFLICT(label) DO UPDATE SET count = count + excluded.count, updated_at = max(updated_at, excluded.updated_at)`).run(label, count, at)
+      }
       for (const [id, entry] of entries) {
         this.upsertFeatures(id, [...entry.features].map(([key, weight]) => ({ key, weight })))
         this.deps.stmt('scene.touch', 'UPDATE scenes SET strength = strength + ?, updated_at = max(updated_at, ?) WHERE id = ?').run(entry.bump, entry.updatedAt, id)
       }
     })
     for (const [id] of entries) this.pending.delete(id)
+    for (const [key] of declared) this.pendingDeclared.delete(key)
+    for (const [label] of evidence) this.pendingEvidence.delete(label)
+  }
+
+  /**
+   * `flush` before a read, which must not fail with it: on a full disk the counts stay queued
+   * (written by a later flush) and the read shows what is stored — a late count, never a failed read.
+   */
+  private flushForRead(): void {
+    try {
+      this.flush()
+    } catch {
+      // Still queued; see above.
+    }
   }
 
   /** Adds features to a scene (weight = max of old and new) and, with `bump`, strength; touches it. */
@@ -212,17 +299,24 @@ export class SceneTable {
     this.refreshCached(id)
   }
 
-  /** Counts one more sighting of a fingerprint label not yet a scene; returns the count. */
+  /**
+   * Counts one more sighting of a fingerprint label not yet a scene, written by `flush` (the
+   * creation at the second sighting writes at once); returns the count, stored and queued.
+   */
   recordEvidence(label: string, now: number = this.deps.now()): number {
-    const row = this.deps.stmt('scene.evidence', `INSERT INTO situation_evidence (label, count, updated_at) VALUES (?, 1, ?)
-      ON CONFLICT(label) DO UPDATE SET count = count + 1, updated_at = excluded.updated_at RETURNING count`).get(label, now)
-    return Number(row!.count)
+    const entry = this.pendingEvidence.get(label)
+    if (entry === undefined) this.pendingEvidence.set(label, { count: 1, at: now })
+    else {
+      entry.count++
+      entry.at = Math.max(entry.at, now)
+    }
+    return this.evidence(label)
   }
 
-  /** The pending count of one label (0 when none). */
+  /** The count of one label not yet a scene, stored and queued (0 when none). */
   evidence(label: string): number {
     const row = this.deps.stmt('scene.evidenceOf', 'SELECT count FROM situation_evidence WHERE label = ?').get(label)
-    return row === undefined ? 0 : Number(row.count)
+    return (row === undefined ? 0 : Number(row.count)) + (this.pendingEvidence.get(label)?.count ?? 0)
   }
 
   /**
@@ -260,26 +354,68 @@ export class SceneTable {
   /**
    * Current notes attached to any of `keys`: a scene matches a key when it is the key, a broader
    * key above it (`chan:qq` for `chan:qq/group:group_1`), or a narrower one below it — compared as
-   * text (`substr`), never with `LIKE`, whose `_` wildcard made `peer:groupX1` match
-   * `peer:group_1` in HologramAgent. Only notes in one of `scopes` (all when undefined); heaviest
-   * first, then newest; at most `limit`.
+   * text, never with `LIKE`, whose `_` wildcard made `peer:groupX1` match `peer:group_1` in
+   * HologramAgent. Only notes in one of `scopes` (all when undefined) that were not replaced;
+   * heaviest first, then the most recently attached; at most `limit`.
    */
   attached(keys: readonly string[], scopes: readonly string[] | undefined, limit: number): SceneRef[] {
     if (keys.length === 0 || limit <= 0) return []
-    const exact = new Set(keys.flatMap(sceneLineage))
-    // The matching scenes first (a scan of the scene rows, not of the refs), then their refs by index.
-    const ids = this.deps.stmt('scene.matching', `SELECT s.id FROM scenes s WHERE s.key IN (SELECT value FROM json_each(?1))
-      OR EXISTS (SELECT 1 FROM json_each(?2) k WHERE substr(s.key, 1, length(k.value) + 1) = k.value || '/')`)
-      .all(JSON.stringify([...exact]), JSON.stringify([...new Set(keys)])).map((r) => Number(r.id))
-    if (ids.length === 0) return []
+    // Inside a transaction a write may still roll back without moving the version: no memo then.
+    if (this.deps.inTransaction()) return this.readAttached(keys, scopes, limit)
+    const version = this.writeVersion()
+    if (this.attachedMemo?.version !== version) this.attachedMemo = { version, answers: new Map() }
+    const question = JSON.stringify([keys, scopes ?? null, limit])
+    let answer = this.attachedMemo.answers.get(question)
+    if (answer === undefined) {
+      answer = this.readAttached(keys, scopes, limit)
+      if (this.attachedMemo.answers.size < MEMO_ANSWERS) this.attachedMemo.answers.set(question, answer)
+    }
+    return answer.map((r) => ({ ...r }))
+  }
+
+  /**
+   * `attached` read from the file. The matching scenes come from the key index in one statement:
+   * the key itself and each broader key exactly, and the narrower keys below `k` as the range
+   * between `k/` and `k0` (`0` is the character after `/`; CROSS JOIN keeps the keys the outer
+   * loop, so each is one range seek, not a scan of the scenes). Each scene's notes are its first `limit`
+   * current ones along `scene_refs_rank`; a note in several scenes keeps its heaviest ref. The
+   * first `limit` of the union are among the first `limit` of each scene, so nothing else is read.
+   */
+  private readAttached(keys: readonly string[], scopes: readonly string[] | undefined, limit: number): SceneRef[] {
+    const scenes = new Map<number, string>()
+    const matching = this.deps.stmt('scene.matching', `SELECT s.id, s.key FROM scenes s WHERE s.key IN (SELECT value FROM json_each(?1))
+      UNION ALL SELECT s.id, s.key FROM json_each(?2) k CROSS JOIN scenes s ON s.key > k.value || '/' AND s.key < k.value || '0'`)
+    for (const row of matching.all(JSON.stringify([...new Set(keys.flatMap(sceneLineage))]), JSON.stringify([...new Set(keys)]))) {
+      scenes.set(Number(row.id), String(row.key))
+    }
+    if (scenes.size === 0) return []
     const scoped = scopes !== undefined
-    const rows = this.deps.stmt(scoped ? 'scene.attachedScoped' : 'scene.attached', `SELECT r.block_id, max(r.weight) AS weight, s.key
-      FROM scene_refs r JOIN scenes s ON s.id = r.scene_id JOIN blocks b ON b.id = r.block_id
-      WHERE r.scene_id IN (SELECT value FROM json_each(?1)) AND b.superseded_by IS NULL
+    const top = this.deps.stmt(scoped ? 'scene.topScoped' : 'scene.top', `SELECT r.block_id, r.weight, r.created_at, b.text
+      FROM scene_refs r JOIN blocks b ON b.id = r.block_id
+      WHERE r.scene_id = ?1 AND b.superseded_by IS NULL
         ${scoped ? 'AND EXISTS (SELECT 1 FROM memberships m WHERE m.block_rowid = b.rowid AND m.scope IN (SELECT value FROM json_each(?3)))' : ''}
-      GROUP BY r.block_id ORDER BY weight DESC, max(b.created_at) DESC, r.block_id LIMIT ?2`)
-      .all(JSON.stringify(ids), limit, ...(scoped ? [JSON.stringify(scopes)] : []))
-    return rows.map((r) => ({ blockId: String(r.block_id), weight: Number(r.weight), scene: String(r.key) }))
+      ORDER BY r.weight DESC, r.created_at DESC, r.block_id LIMIT ?2`)
+    const scopeList = scoped ? [JSON.stringify(scopes)] : []
+    const rows: Array<SceneRef & { at: number }> = []
+    for (const [id, key] of scenes) {
+      for (const r of top.all(id, limit, ...scopeList)) rows.push({ blockId: String(r.block_id), text: String(r.text), weight: Number(r.weight), at: Number(r.created_at), scene: key })
+    }
+    rows.sort((a, b) => b.weight - a.weight || b.at - a.at || (a.blockId < b.blockId ? -1 : a.blockId > b.blockId ? 1 : 0))
+    const seen = new Set<string>()
+    const out: SceneRef[] = []
+    for (const { blockId, text, weight, scene } of rows) {
+      if (seen.has(blockId)) continue
+      seen.add(blockId)
+      out.push({ blockId, text, weight, scene })
+      if (out.length === limit) break
+    }
+    return out
+  }
+
+  /** Moves with every write of this connection (`total_changes()`) and of any other (`data_version`). */
+  private writeVersion(): string {
+    const row = this.deps.stmt('scene.writeVersion', 'SELECT total_changes() AS changes, (SELECT data_version FROM pragma_data_version) AS version').get()!
+    return `${String(row.changes)}:${String(row.version)}`
   }
 
   /**
@@ -306,14 +442,14 @@ export class SceneTable {
 
   /** Every scene, strongest first (ties: most recently updated, then key), with its ref count. */
   list(): Array<SceneRow & { refs: number }> {
-    this.flush()
+    this.flushForRead()
     return this.deps.stmt('scene.list', `SELECT ${ROW}, (SELECT count(*) FROM scene_refs r WHERE r.scene_id = scenes.id) AS refs
       FROM scenes ORDER BY strength DESC, updated_at DESC, key`).all().map((r) => ({ ...toRow(r), refs: Number(r.refs) }))
   }
 
   /** The stored features of one scene (emergent scenes have them; declared ones state theirs in the key). */
   features(id: number): SceneFeature[] {
-    this.flush()
+    this.flushForRead()
     return this.deps.stmt('scene.featuresOf', 'SELECT feature, weight FROM scene_features WHERE scene_id = ? ORDER BY weight DESC, feature')
       .all(id).map((r) => ({ key: String(r.feature), weight: Number(r.weight) }))
   }
@@ -332,7 +468,7 @@ export class SceneTable {
 
   /** Counts for `stats()`. */
   counts(): SceneCounts {
-    this.flush()
+    this.flushForRead()
     const row = this.deps.stmt('scene.counts', `SELECT
       (SELECT count(*) FROM scenes WHERE origin = 'declared') AS declared,
       (SELECT count(*) FROM scenes WHERE origin = 'emergent') AS emergent,
@@ -382,6 +518,7 @@ export class SceneTable {
 
   private invalidate(): void {
     this.cache = undefined
+    this.changed(undefined)
   }
 
   /**
@@ -392,9 +529,12 @@ export class SceneTable {
   private refreshCached(id: number): void {
     if (this.cache === undefined) return
     const found = this.deps.stmt('scene.byId', `SELECT ${ROW} FROM scenes WHERE id = ?`).get(id)
-    const at = this.cache.scenes.findIndex((scene) => scene.id === id)
+    const old = this.cache.byId.get(id)
+    const at = old === undefined ? -1 : this.cache.scenes.indexOf(old)
     if (found === undefined || String(found.origin) !== 'emergent') {
       if (at >= 0) this.cache.scenes.splice(at, 1)
+      this.cache.byId.delete(id)
+      this.changed(id)
       return
     }
     const features = this.deps.stmt('scene.featuresOf', 'SELECT feature, weight FROM scene_features WHERE scene_id = ? ORDER BY weight DESC, feature')
@@ -402,5 +542,7 @@ export class SceneTable {
     const scene: EmergentScene = { ...toRow(found), features }
     if (at >= 0) this.cache.scenes[at] = scene
     else this.cache.scenes.push(scene) // ids grow, and the cache is in id order
+    this.cache.byId.set(id, scene)
+    this.changed(id)
   }
 }

@@ -199,6 +199,12 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX scene_refs_block ON scene_refs(block_id);
   `,
+  // A scene's refs in the order a turn reads them, heaviest first, then the most recently
+  // attached (docs/scenes.md, "Cost per turn"): the read walks this index and stops after the few
+  // notes it shows, instead of reading and sorting every ref of the scene.
+  `
+  CREATE INDEX scene_refs_rank ON scene_refs(scene_id, weight DESC, created_at DESC, block_id);
+  `,
 ]
 
 /**

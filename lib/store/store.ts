@@ -162,7 +162,7 @@ export class BlockStore {
       commitMany: (inputs) => this.commitMany(inputs), link: (edge) => this.link(edge),
     })
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
-    this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion() })
+    this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion(), inTransaction: () => this.db.isTransaction })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
     this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql), count: () => this.count() })
   }
@@ -313,9 +313,13 @@ export class BlockStore {
   /**
    * Rowids of up to `limit` blocks matching an FTS5 expression (from `lib/recall/fts-query.ts`),
    * unranked: the cheapest "does any note hold this" the index answers (it stops at the first).
+   * Fewer than `limit` rows are all the matches, so their number is cached as `matchCount`'s.
    */
   ftsRowids(match: string, limit: number): number[] {
-    return this.stmt('ftsRowids', 'SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH ? LIMIT ?').all(match, limit).map((r) => Number(r.rowid))
+    // No version check here: every reader of the cache checks it first, and clears what was cached before a write.
+    const rowids = this.stmt('ftsRowids', 'SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH ? LIMIT ?').all(match, limit).map((r) => Number(r.rowid))
+    if (rowids.length < limit) this.rememberCount(match, rowids.length)
+    return rowids
   }
 
   /** The document-frequency cache, emptied first if any connection wrote since it was filled. */

@@ -227,14 +227,14 @@ t.test('mutation check: leaving secure-delete off after a rewrite, the next smal
 })
 
 t.test('mutation check: deleting with other text than was indexed leaves the terms', async (t) => {
-  const found = await mutated(t, { file: 'store/forget.ts', from: 'remove.run(row.rid, ...indexColumns(String(row.text)))', to: "remove.run(row.rid, '', indexColumns(String(row.text))[1])" })
+  const found = await mutated(t, { file: 'store/forget.ts', from: 'remove.run(rids[i]!, ...indexColumns(deleted[i]!.text))', to: "remove.run(rids[i]!, '', indexColumns(deleted[i]!.text)[1])" })
   t.ok(found.some(enTerm), `found: ${found.join('; ')}`)
 })
 
 t.test('mutation check: deleting without the Chinese column leaves its bigrams in the index', async (t) => {
   // Index pages store terms prefix-compressed, so a two-character term is not reliably one run of
   // bytes; the index itself says whether the bigrams are still there.
-  const m = mutant({ file: 'store/forget.ts', from: 'remove.run(row.rid, ...indexColumns(String(row.text)))', to: "remove.run(row.rid, indexColumns(String(row.text))[0], '')" })
+  const m = mutant({ file: 'store/forget.ts', from: 'remove.run(rids[i]!, ...indexColumns(deleted[i]!.text))', to: "remove.run(rids[i]!, indexColumns(deleted[i]!.text)[0], '')" })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<{ BlockStore: StoreClass }>('store/store.ts')
   const { path } = scenario(Mutated, 'bytes-mutant', fewAtATime)

@@ -7,7 +7,7 @@
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { createUserMessage, type UserMessage } from '@deepseek-ai/dsh-llm'
 import t from 'tap'
-import { renderCard } from '../../lib/kernel/scenes/card.ts'
+import { renderCard } from '../../lib/kernel/scenes/card-text.ts'
 import { boot, reply, tempStorePath, textOf, type Harness } from '../helpers/harness.ts'
 
 function qq(text: string, group: string): UserMessage {
@@ -81,8 +81,9 @@ t.test('a complete persona gets no card, and stats() says why', async (t) => {
 })
 
 t.test('the card keeps its budget and says nothing without notes', async (t) => {
-  t.equal(renderCard('chan:qq', [], 600), '')
-  const text = renderCard('chan:qq', ['规则'.repeat(400), '第二条'], 300)
+  t.same(renderCard('chan:qq', [], 600), { text: '', whole: 0 })
+  const { text, whole } = renderCard('chan:qq', ['规则'.repeat(400), '第二条'], 300)
   t.ok(text.length <= 300)
+  t.equal(whole, 0, 'the cut note is not shown whole')
   t.match(text, /^Current situation: chan:qq\./)
 })

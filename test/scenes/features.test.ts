@@ -41,3 +41,20 @@ t.test('part of day in the user\'s zone: clientTimeZone, else config timeZone', 
   const server = await m.load<typeof features>('kernel/scenes/features.ts')
   t.equal(part(keys(server, 'x', { channel: 'qq', clientTimeZone: 'Asia/Shanghai' })), 'part:night', 'HologramAgent: the server clock says night')
 })
+
+t.test('the hour, formatted once per UTC quarter, is the zone\'s hour at every moment, across a DST change', async (t) => {
+  let wrong = 0
+  for (const zone of ['America/New_York', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'Asia/Shanghai']) {
+    const format = new Intl.DateTimeFormat('en-US', { hour: 'numeric', hourCycle: 'h23', timeZone: zone })
+    // 2026-03-08 is a spring-forward day in New York; Lord Howe moves by half an hour in April.
+    for (let at = Date.UTC(2026, 2, 7); at < Date.UTC(2026, 2, 9); at += 7 * 60_000) {
+      const expected = Number(format.formatToParts(at).find((p) => p.type === 'hour')!.value) % 24
+      if (features.hourIn(at, zone) !== expected) wrong++
+    }
+    for (let at = Date.UTC(2026, 3, 4, 12); at < Date.UTC(2026, 3, 5, 18); at += 7 * 60_000) {
+      const expected = Number(format.formatToParts(at).find((p) => p.type === 'hour')!.value) % 24
+      if (features.hourIn(at, zone) !== expected) wrong++
+    }
+  }
+  t.equal(wrong, 0)
+})

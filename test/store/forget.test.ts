@@ -3,6 +3,7 @@
  * vectors, edges in both directions, centroid), supersede chains, near-duplicates, tombstones and
  * import, dry runs, and the refusals of bad targets.
  */
+import { DatabaseSync } from 'node:sqlite'
 import t, { type Test } from 'tap'
 import { vectorIndexFor } from '../../lib/embed/vector-index.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
@@ -10,6 +11,7 @@ import { blockId } from '../../lib/store/block-id.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { exportJsonl, importJsonl } from '../../lib/store/transfer.ts'
 import { tempStorePath } from '../helpers/harness.ts'
+import { mutant } from '../helpers/mutant.ts'
 
 function open(t: Test, options: ConstructorParameters<typeof BlockStore>[1] = {}): BlockStore {
   const store = new BlockStore(tempStorePath('forget'), options)
@@ -156,4 +158,155 @@ t.test('import skips forgotten notes and their edges unless includeForgotten', a
   t.match(again, { blocksCreated: 1, edgesCreated: 1 })
   t.equal(again.blocksForgotten, undefined)
   t.ok(store.get(gone), 'asked for explicitly, it comes back')
+})
+
+/** A note's id and rowid (memberships refer to the rowid). */
+interface NoteKey { id: string, rowid: number }
+
+/** Rows that refer to the given notes, per dependent table, read through a second connection. */
+function referring(path: string, notes: readonly NoteKey[]): { memberships: number, scene_refs: number, block_origins: number, vectors: number, orphans: number } {
+  const db = new DatabaseSync(path)
+  try {
+    const list = JSON.stringify(notes.map((n) => n.id))
+    const count = (sql: string, values = list) => Number((db.prepare(sql).get(values) as { n: number }).n)
+    return {
+      memberships: count('SELECT count(*) AS n FROM memberships WHERE block_rowid IN (SELECT value FROM json_each(?))', JSON.stringify(notes.map((n) => n.rowid))),
+      scene_refs: count('SELECT count(*) AS n FROM scene_refs WHERE block_id IN (SELECT value FROM json_each(?))'),
+      block_origins: count('SELECT count(*) AS n FROM block_origins WHERE block_id IN (SELECT value FROM json_each(?))'),
+      vectors: count('SELECT count(*) AS n FROM vectors WHERE block_id IN (SELECT value FROM json_each(?))'),
+      orphans: db.prepare('PRAGMA foreign_key_check').all().length,
+    }
+  } finally {
+    db.close()
+  }
+}
+
+/** A store with `n` notes in scene `bulk` and 20 in `kept`, each with a vector and a capture origin. */
+function withDependents(t: Test, n: number): { store: BlockStore, path: string, bulk: NoteKey[], kept: NoteKey[] } {
+  const path = tempStorePath('forget-dependents')
+  const store = new BlockStore(path)
+  t.teardown(() => store.close())
+  const bulkIds = store.commitMany(Array.from({ length: n }, (_, i) => ({ text: `bulk note ${i} on port ${30000 + i}`, scene: 'bulk' }))).map((r) => r.id)
+  const keptIds = store.commitMany(Array.from({ length: 20 }, (_, i) => ({ text: `kept note ${i}`, scene: 'kept' }))).map((r) => r.id)
+  store.vectors.put('m', 2, [...bulkIds, ...keptIds].map((blockId) => ({ blockId, lang: 'en', vector: new Uint8Array(8) })))
+  const db = new DatabaseSync(path)
+  const origin = db.prepare(`INSERT INTO block_origins (block_id, session_id, seq, event_type, role, event_time, captured_at)
+    VALUES (?, 's1', ?, 'message', 'user', 1, 1)`)
+  ;[...bulkIds, ...keptIds].forEach((id, i) => origin.run(id, i))
+  const rowid = db.prepare('SELECT rowid FROM blocks WHERE id = ?')
+  const key = (id: string): NoteKey => ({ id, rowid: Number((rowid.get(id) as { rowid: number }).rowid) })
+  const [bulk, kept] = [bulkIds.map(key), keptIds.map(key)]
+  db.close()
+  const all = referring(path, [...bulk, ...kept])
+  t.same(all, { memberships: n + 20, scene_refs: n + 20, block_origins: n + 20, vectors: n + 20, orphans: 0 }, 'every note has one row in each dependent table')
+  return { store, path, bulk, kept }
+}
+
+t.test('a large forget deletes the rows of every table that refers to its notes, and foreign keys stay on', async (t) => {
+  for (const [label, target] of [['filter', { scene: 'bulk' }], ['id list', undefined]] as const) {
+    const { store, path, bulk, kept } = withDependents(t, 150)
+    const result = store.forget(target ?? bulk.map((n) => n.id))
+    t.equal(result.deleted.length, 150, label)
+    t.equal(result.vectors, 150)
+    t.same(referring(path, bulk), { memberships: 0, scene_refs: 0, block_origins: 0, vectors: 0, orphans: 0 }, `${label}: nothing refers to a forgotten note`)
+    t.same(referring(path, kept), { memberships: 20, scene_refs: 20, block_origins: 20, vectors: 20, orphans: 0 }, `${label}: the kept notes keep theirs`)
+    const db = (store as unknown as { db: DatabaseSync }).db
+    t.equal(Number((db.prepare('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys), 1, `${label}: foreign keys are on again`)
+    t.same(store.integrityCheck(), ['ok'])
+  }
+  // A forget that fails inside its transaction (another process holds the write lock past the
+  // busy timeout) switches them back on too.
+  const path = tempStorePath('forget-busy')
+  const store = new BlockStore(path, { busyTimeoutMs: 50 })
+  t.teardown(() => store.close())
+  store.commitMany(Array.from({ length: 100 }, (_, i) => ({ text: `busy note ${i}`, scene: 'bulk' })))
+  const other = new DatabaseSync(path)
+  other.exec('BEGIN IMMEDIATE')
+  t.throws(() => store.forget({ scene: 'bulk' }), /database is locked/)
+  other.exec('ROLLBACK')
+  other.close()
+  const db = (store as unknown as { db: DatabaseSync }).db
+  t.equal(Number((db.prepare('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys), 1, 'on again after a failed forget')
+  t.equal(store.forget({ scene: 'bulk' }).deleted.length, 100, 'and the forget succeeds once the lock is free')
+})
+
+t.test('mutation check: without the set-based deletes of dependent rows, a large forget leaves them behind', async (t) => {
+  const m = mutant({ file: 'store/forget.ts', from: "if (d.table === 'vectors') continue", to: 'continue' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
+  const path = tempStorePath('forget-dependents-mutant')
+  const store = new Mutated(path)
+  t.teardown(() => store.close())
+  store.commitMany(Array.from({ length: 100 }, (_, i) => ({ text: `bulk note ${i}`, scene: 'bulk' })))
+  store.forget({ scene: 'bulk' })
+  const db = new DatabaseSync(path)
+  t.teardown(() => db.close())
+  t.ok(db.prepare('PRAGMA foreign_key_check').all().length >= 200, 'memberships and scene refs of the forgotten notes are left')
+})
+
+t.test('mutation check: without switching foreign keys back on, the store runs on without them', async (t) => {
+  const m = mutant({ file: 'store/forget.ts', from: "if (cascadeOff) db.exec('PRAGMA foreign_keys = ON')", to: '' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
+  const store = new Mutated(tempStorePath('forget-fk-mutant'))
+  t.teardown(() => store.close())
+  store.commit({ text: 'one note', scene: 'bulk' })
+  store.forget({ scene: 'bulk' })
+  const db = (store as unknown as { db: DatabaseSync }).db
+  t.equal(Number((db.prepare('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys), 0)
+})
+
+/** The maintained block count, the real number of rows, and the count trigger's SQL, through a second connection. */
+function countState(path: string): { counted: number, rows: number, trigger: string | undefined } {
+  const db = new DatabaseSync(path)
+  try {
+    return {
+      counted: Number((db.prepare('SELECT n FROM block_count').get() as { n: number }).n),
+      rows: Number((db.prepare('SELECT count(*) AS n FROM blocks').get() as { n: number }).n),
+      trigger: (db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'block_count_delete'").get() as { sql: string } | undefined)?.sql,
+    }
+  } finally {
+    db.close()
+  }
+}
+
+/** A large forget, then a new note and a small forget: the count after each step. */
+async function countAcrossForgets(t: Test, Store: typeof BlockStore): Promise<Array<{ counted: number, rows: number, trigger: string | undefined }>> {
+  const path = tempStorePath('forget-count')
+  const store = new Store(path)
+  t.teardown(() => store.close())
+  store.commitMany(Array.from({ length: 100 }, (_, i) => ({ text: `counted note ${i}`, scene: 'bulk' })))
+  const kept = store.commitMany(Array.from({ length: 10 }, (_, i) => ({ text: `kept note ${i}` }))).map((r) => r.id)
+  const states = [countState(path)]
+  t.equal(store.forget({ scene: 'bulk' }).deleted.length, 100)
+  states.push(countState(path))
+  store.commit({ text: 'a note after the large forget' })
+  store.forget(kept[0]!)
+  states.push(countState(path))
+  return states
+}
+
+t.test('a large forget moves the block count once and leaves its trigger as it was', async (t) => {
+  const [before, afterLarge, afterSmall] = await countAcrossForgets(t, BlockStore)
+  t.same([before!.counted, before!.rows], [110, 110])
+  t.same([afterLarge!.counted, afterLarge!.rows], [10, 10], 'the count is right after the large forget')
+  t.equal(afterLarge!.trigger, before!.trigger, 'the trigger is back, unchanged')
+  t.same([afterSmall!.counted, afterSmall!.rows], [10, 10], 'and it counts the next insert and delete')
+})
+
+t.test('mutation check: without moving the count once, the large forget leaves it wrong', async (t) => {
+  const m = mutant({ file: 'store/forget.ts', from: "run('forget.count', 'UPDATE block_count SET n = n - ?', removed)", to: '' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
+  const [, afterLarge] = await countAcrossForgets(t, Mutated)
+  t.equal(afterLarge!.counted, 110)
+})
+
+t.test('mutation check: without creating the trigger again, later deletes are not counted', async (t) => {
+  const m = mutant({ file: 'store/forget.ts', from: '    host.db.exec(countTrigger)\n', to: '' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
+  const [, afterLarge, afterSmall] = await countAcrossForgets(t, Mutated)
+  t.equal(afterLarge!.trigger, undefined)
+  t.same([afterSmall!.counted, afterSmall!.rows], [11, 10])
 })

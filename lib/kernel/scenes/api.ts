@@ -9,6 +9,8 @@ import { checkSceneKey } from '../../store/scene-key.ts'
 import type { DecayResult, SceneOrigin, SceneRow } from '../../store/scenes.ts'
 import type { BlockStore } from '../../store/store.ts'
 import type { RecallView } from '../../scope-policy.ts'
+import { redactSecrets } from '../../secrets.ts'
+import { renderCard } from './card-text.ts'
 import { situationOf, toolFeatures, type FeatureContext } from './features.ts'
 import { resolveTurn, type TurnScene } from './resolve.ts'
 import { featuresFromKey, type Feature } from './situation.ts'
@@ -20,6 +22,8 @@ export type { Feature } from './situation.ts'
 export const SCENE_RECALL_LIMIT = 3
 /** How long counted recurrences wait in memory before they are written (one write for a burst of turns). */
 const FLUSH_DELAY_MS = 1_000
+/** The empty set `cardNotes` answers with. */
+const NONE: ReadonlySet<string> = new Set()
 /** Refs below this weight are deleted by decay (HologramAgent's floor). */
 export const DECAY_FLOOR = 0.05
 
@@ -95,6 +99,14 @@ export class SceneApi implements Scenes {
   private readonly turns = new Map<string, TurnScene>()
   private readonly counts = { resolved: 0, skipped: 0, shown: 0, suppressed: 0 }
   private cardReason: string | undefined
+  /**
+   * Per agent: the card of its current turn — the situation and note ids it was rendered from (a
+   * note's id is the hash of its text, so equal ids mean equal text), the text, and the notes it
+   * shows whole. A later turn with the same scene and notes reuses the text.
+   */
+  private readonly cards = new Map<string, { turn: number, from: string, text: string, whole: ReadonlySet<string> }>()
+  /** Per agent: whether its last request carried the card (`noteCard`); absent before its first. */
+  private readonly delivered = new Map<string, boolean>()
   private flushTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor(use: <T>(fn: (store: BlockStore) => T) => T, options: SceneOptions) {
@@ -188,24 +200,59 @@ export class SceneApi implements Scenes {
     return turn === undefined ? [] : [...new Set([...turn.keys, ...turn.similar])]
   }
 
-  /** The notes the agent's current scene brings (within the scopes of `view`), heaviest first. */
-  notesFor(agentId: string, view: RecallView, limit: number): Array<{ id: string, text: string, weight: number }> {
-    const keys = this.readKeys(agentId)
-    if (keys.length === 0) return []
+  /**
+   * The scene card of the agent's turn `turn` (docs/scenes.md, "The card"): its situation and up
+   * to `SCENE_RECALL_LIMIT` attached notes within the scopes of `view`, credentials masked,
+   * within `budget` characters; '' without a scene or notes. The text is rendered again only when
+   * the situation or the notes changed.
+   */
+  card(agentId: string, turn: number, view: RecallView, budget: number): string {
+    const id = String(agentId)
+    const scene = this.turns.get(id)
+    if (scene === undefined || scene.primary === '') {
+      this.cards.delete(id)
+      return ''
+    }
+    const situation = scene.keys[0] ?? scene.primary
     const scopes = this.options.scopes(view)
-    return this.use((store) => store.scenes.attached(keys, scopes, limit).flatMap((r) => {
-      const block = store.get(r.blockId)
-      return block === undefined ? [] : [{ id: r.blockId, text: block.text, weight: r.weight }]
-    }))
+    return this.use((store) => {
+      const refs = store.scenes.attached(this.readKeys(id), scopes, SCENE_RECALL_LIMIT)
+      const from = JSON.stringify([situation, budget, ...refs.map((r) => r.blockId)])
+      const last = this.cards.get(id)
+      if (last?.from === from) {
+        last.turn = turn
+        return last.text
+      }
+      const notes = refs.map((r) => ({ id: r.blockId, text: redactSecrets(r.text).text }))
+      const { text, whole } = renderCard(situation, notes.map((n) => n.text), budget)
+      this.cards.set(id, { turn, from, text, whole: new Set(notes.slice(0, whole).map((n) => n.id)) })
+      return text
+    })
+  }
+
+  /**
+   * The notes the agent's card shows whole in turn `turn`, once a request of the agent is known
+   * to have carried its card (`noteCard`): the recall leaves them out, so a convention is not
+   * quoted twice in one request (docs/scenes.md, "The card and the recall"). Empty while the card
+   * has not been seen to arrive — a complete persona or suppressed runtime context drops it, and
+   * then the recall must keep the convention.
+   */
+  cardNotes(agentId: string, turn: number): ReadonlySet<string> {
+    const id = String(agentId)
+    const card = this.cards.get(id)
+    return card !== undefined && card.turn === turn && this.delivered.get(id) === true ? card.whole : NONE
   }
 
   /** Forgets the agent's current scene (its session is gone). */
   release(agentId: string): void {
     this.turns.delete(String(agentId))
+    this.cards.delete(String(agentId))
+    this.delivered.delete(String(agentId))
   }
 
-  /** Counts one step the card reached (`shown`) or that dsh dropped it from, with the reason. */
-  noteCard(shown: boolean, reason?: string): void {
+  /** Counts one request of the agent the card reached (`shown`) or that dsh dropped it from, with the reason. */
+  noteCard(agentId: string, shown: boolean, reason?: string): void {
+    this.delivered.set(String(agentId), shown)
     if (shown) this.counts.shown++
     else {
       this.counts.suppressed++

@@ -11,32 +11,11 @@ import type { Agent } from '@deepseek-ai/dsh-agent'
 import { isAgentLoopRequest } from '@deepseek-ai/dsh-llm'
 import type { Config } from '../../config.ts'
 import { placeOf } from '../../plugin/session-place.ts'
-import { redactSecrets } from '../../secrets.ts'
-import { SCENE_RECALL_LIMIT } from './api.ts'
 
 /** The section / context name of the card. */
 export const CARD_NAME = 'stablemem:scene'
 /** pre_action order of the card: before the recall (which adds a message, not text). */
 const CARD_ORDER = 900
-
-/**
- * The card for a situation and its notes, within `budget` characters; '' without notes (a scene
- * with nothing to say would only cost a header).
- */
-export function renderCard(situation: string, notes: readonly string[], budget: number): string {
-  if (notes.length === 0) return ''
-  let text = `Current situation: ${situation}. Conventions noted for it (follow them here, not elsewhere):`
-  for (const note of notes) {
-    const line = `\n- ${note.replace(/\s+/g, ' ').trim()}`
-    if (text.length + line.length > budget) {
-      const room = budget - text.length - 4
-      if (room > 20) text += `${line.slice(0, room)}…`
-      break
-    }
-    text += line
-  }
-  return text.length > budget ? text.slice(0, budget) : text
-}
 
 /** Registers the card for the agents `serves` admits (both rows, like the rest of the surface). */
 export function registerSceneCard(ctx: Context, config: Config, serves: (agent: Agent) => boolean): void {
@@ -50,12 +29,7 @@ export function registerSceneCard(ctx: Context, config: Config, serves: (agent: 
     const id = String(agent.id)
     let card = cards.get(id)
     if (card === undefined || card.turn !== turn) {
-      const scene = memory.scenes.current(id)
-      card = { turn, text: '' }
-      if (scene !== undefined && scene.primary !== '') {
-        const notes = memory.scenes.notesFor(id, placeOf(agent), SCENE_RECALL_LIMIT)
-        card.text = renderCard(scene.keys[0] ?? scene.primary, notes.map((n) => redactSecrets(n.text).text), config.sceneCardChars)
-      }
+      card = { turn, text: memory.scenes.card(id, turn, placeOf(agent), config.sceneCardChars) }
       cards.set(id, card)
     }
     if (card.text === '') return undefined
@@ -63,7 +37,8 @@ export function registerSceneCard(ctx: Context, config: Config, serves: (agent: 
     return mode === 'section' ? { sections: entry } : { contexts: entry }
   }, { order: CARD_ORDER, name: 'stablemem:scene-card', agents: serves })
   // Whether the card reached the request: dsh drops sections under a `complete` persona and
-  // contexts when runtime context is suppressed; `stats().scenes.card` says so.
+  // contexts when runtime context is suppressed; `stats().scenes.card` says so, and the recall
+  // leaves the card's notes out only once a request of the agent carried it (`cardNotes`).
   ctx.on('llm/stream', (options, next) => {
     if (!isAgentLoopRequest(options) || options.sessionId === undefined) return next()
     const card = cards.get(String(options.sessionId))
@@ -71,9 +46,9 @@ export function registerSceneCard(ctx: Context, config: Config, serves: (agent: 
     const reached = mode === 'section'
       ? (options.system ?? '').includes(card.text)
       : options.messages.some((m) => m.content.some((b) => b.type === 'text' && b.text.includes(card.text)))
-    ctx.stablemem.scenes.noteCard(reached, reached ? undefined : mode === 'section'
+    ctx.stablemem.scenes.noteCard(String(options.sessionId), reached, reached ? undefined : mode === 'section'
       ? 'the agent\'s system prompt is a complete persona section, which replaces every other section (the card included)'
-      : 'the agent\'s runtime context is suppressed (a complete persona or includeRuntimeContext: false), which drops the card')
+      : 'the agent\'s runtime context is suppressed (includeRuntimeContext: false, or a plugin called suppressRuntimeContext), which drops the card')
     return next()
   })
   ctx.on('agent/disposed', ({ agent }) => { cards.delete(String(agent.id)) })

@@ -55,9 +55,25 @@ export function partOfDay(hour: number): string {
 }
 
 const hourFormats = new Map<string, Intl.DateTimeFormat>()
+/** Per zone, the last quarter of an hour (UTC) asked and its local hour (see `hourIn`). */
+const lastHours = new Map<string, { quarter: number, hour: number }>()
+const QUARTER_MS = 900_000
 
-/** The hour (0–23) of `now` in `zone` ('' or an unknown zone: the process zone). */
+/**
+ * The hour (0–23) of `now` in `zone` ('' or an unknown zone: the process zone). Every zone's
+ * offset, and every change of it, falls on a quarter of an hour of UTC, so the local hour is the
+ * same throughout one UTC quarter: it is formatted once per quarter and zone, not once per turn.
+ */
 export function hourIn(now: number, zone: string): number {
+  const quarter = Math.floor(now / QUARTER_MS)
+  const last = lastHours.get(zone)
+  if (last?.quarter === quarter) return last.hour
+  const hour = formatHour(now, zone)
+  if (lastHours.size < 64 || lastHours.has(zone)) lastHours.set(zone, { quarter, hour })
+  return hour
+}
+
+function formatHour(now: number, zone: string): number {
   let format = hourFormats.get(zone)
   if (format === undefined) {
     try {

@@ -7,6 +7,7 @@
 import { normalizeSceneKey } from '../../store/scene-key.ts'
 import type { EmergentScene, SceneTable } from '../../store/scenes.ts'
 import { joinsPrepared, label, MIN_SCENE_EVIDENCE, prepare, RECALL_THRESHOLD, score, type Feature } from './situation.ts'
+import { similarCandidates } from './similar.ts'
 
 /** The scene of one turn. */
 export interface TurnScene {
@@ -54,24 +55,25 @@ export function similarScenes(sig: readonly Feature[], scenes: readonly Emergent
 }
 
 /**
- * Resolves (and records) the scene of one turn. Call once per turn: it counts. A recurrence is
- * only counted in memory (`SceneTable.reinforceLater`, written a moment later); a new declared
- * key, evidence and a creation are written at once — they happen once per new situation.
+ * Resolves (and records) the scene of one turn. Call once per turn: it counts. Sightings of
+ * declared keys, recurrences and evidence are only counted in memory (`SceneTable.sightLater`,
+ * `reinforceLater`, `recordEvidence`, written a moment later by `flush`); only the creation of an
+ * emergent scene, once per new situation, writes at once.
  */
 export function resolveTurn(table: SceneTable, sig: readonly Feature[], declared: readonly string[], now: number): TurnScene {
   const keys: string[] = []
   for (const key of declared) {
     if (keys.includes(key)) continue
-    if (!table.reinforceLater(key, [], 1, now)) table.declare(key, 1, now)
+    table.sightLater(key, now)
     keys.push(key)
   }
   const turn: TurnScene = { primary: keys[0] ?? '', keys, similar: [], features: [...sig], emergent: false }
   if (sig.length === 0) return turn
-  const { best, similar } = compare(sig, table.emergent())
+  const { best, similar } = compare(sig, similarCandidates(table, prepare(sig)))
   turn.similar = similar
   let key: string | undefined
   if (best !== undefined) {
-    table.reinforceLater(best.key, sig, 1, now)
+    table.reinforceSceneLater(best, sig, 1, now)
     key = best.key
   } else {
     const bucket = label(sig)

@@ -17,7 +17,7 @@ export const IDENTITY_KINDS: readonly string[] = ['group', 'peer', 'chan']
  * the channel. Two situations that both name a value in one dimension and share none are
  * different situations.
  */
-const IDENTITY_DIMENSIONS: ReadonlyArray<readonly string[]> = [['group', 'peer'], ['chan']]
+export const IDENTITY_DIMENSIONS: ReadonlyArray<readonly string[]> = [['group', 'peer'], ['chan']]
 /** Similarity at which a situation joins an existing emergent scene. */
 export const JOIN_THRESHOLD = 0.5
 /** Similarity at which an emergent scene's notes are recalled (looser: one extra line is cheaper than a forgotten rule). */

@@ -5,6 +5,7 @@
  * every other hit, pass the relevance gate (`GateOptions.attached`), stay inside the caller's
  * scopes, and the result keeps `topK`.
  */
+import { isAbstention } from '../../recall/abstain.ts'
 import type { Hit, HybridHits } from '../../recall/types.ts'
 import type { BlockStore } from '../../store/store.ts'
 import { SCENE_RECALL_LIMIT } from './api.ts'
@@ -26,12 +27,20 @@ export function withSceneNotes(store: BlockStore, hits: HybridHits, keys: readon
   for (const ref of refs) {
     const known = lexical.get(ref.blockId)
     if (known?.exact) continue
-    const block = known === undefined ? store.get(ref.blockId) : undefined
-    if (known === undefined && block === undefined) continue
     scene.push(known !== undefined
       ? { ...known, why: `${known.why}; scene ${ref.scene}` }
-      : { id: ref.blockId, text: block!.text, score: 0, exact: false, relevance: 0, why: `scene ${ref.scene} (weight ${ref.weight.toFixed(2)})` })
+      : { id: ref.blockId, text: ref.text, score: 0, exact: false, relevance: 0, why: `scene ${ref.scene} (weight ${ref.weight.toFixed(2)})` })
   }
   const rest = hits.filter((h) => !h.exact && !attached.has(h.id))
   return { hits: [...pins, ...scene, ...rest].slice(0, Math.max(1, topK)), attached }
+}
+
+/**
+ * `hits` without the notes the turn's scene card already shows whole (`SceneApi.cardNotes`): the
+ * card keeps a convention, the recall message does not quote it a second time (docs/scenes.md,
+ * "The card and the recall"). An abstention is returned as it is.
+ */
+export function withoutCardNotes(hits: readonly Hit[], onCard: ReadonlySet<string>): readonly Hit[] {
+  if (onCard.size === 0 || isAbstention(hits)) return hits
+  return hits.filter((h) => !onCard.has(h.id))
 }

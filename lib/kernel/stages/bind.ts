@@ -257,7 +257,7 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
           else if (d.kind === 'ask') decision = d.reason === undefined ? { kind: 'ask' } : { kind: 'ask', reason: String(d.reason) }
           else if (d.kind === 'result' && 'value' in d) {
             authored.set(exec.token, d.value)
-            outstanding++
+            if (outstanding++ === 0) sync() // listen to `tools/execute` until the result is served
           }
           else {
             host.refused('before_toolcall', name, `not a decision: ${JSON.stringify(d)}`)
@@ -267,6 +267,7 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
         })
       }
       const final = decision ?? await next()
+      if (final.kind === 'deny' && authored.delete(exec.token) && --outstanding === 0) sync() // a later policy denied the call: no execution comes
       if (st !== undefined && exec.parent === undefined) {
         st.calls++
         if (final.kind === 'deny') st.denied++
@@ -275,7 +276,9 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     })()
   }, { prepend: true }))
 
-  listenWhile(() => outstanding > 0 || handlers('before_toolcall'), () => ctx.on('tools/execute', (exec, next) => {
+  // Only while an authored result waits for its execution: a before_toolcall handler that authors
+  // none costs no `tools/execute` listener.
+  listenWhile(() => outstanding > 0, () => ctx.on('tools/execute', (exec, next) => {
     if (!authored.has(exec.token)) return next()
     const value = authored.get(exec.token)!
     authored.delete(exec.token)
@@ -326,21 +329,31 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     return next()
   }
 
-  /** The stream with every chunk passed through the post_action handlers, in order. */
+  /**
+   * The stream with every chunk passed through the post_action handlers, in order. A synchronous
+   * handler is not awaited, and a chunk that every handler keeps allocates no list.
+   */
   async function * transformed(stream: AsyncIterable<StreamChunk>, entries: Entry<'post_action'>[], turn: StageTurn): AsyncIterable<StreamChunk> {
     for await (const chunk of stream) {
-      let current: StreamChunk[] = [chunk]
+      let current: readonly StreamChunk[] | undefined // undefined: still just `chunk`
       for (const entry of entries) {
-        const out: StreamChunk[] = []
-        for (const c of current) {
+        const input = current ?? [chunk]
+        let out: StreamChunk[] | undefined // allocated once a handler replaces or drops a chunk
+        for (let i = 0; i < input.length; i++) {
+          const c = input[i]!
           const called = host.invoke(entry, { ...turn, chunk: c })
           const d = isPromise(called) ? await called : called
-          if (d === undefined) out.push(c)
-          else if (d !== null) out.push(...(Array.isArray(d) ? d as StreamChunk[] : [d as StreamChunk]))
+          if (d === undefined) {
+            out?.push(c)
+            continue
+          }
+          out ??= input.slice(0, i)
+          if (d !== null) out.push(...(Array.isArray(d) ? d as StreamChunk[] : [d as StreamChunk]))
         }
-        current = out
+        if (out !== undefined) current = out
       }
-      yield * current
+      if (current === undefined) yield chunk
+      else for (const c of current) yield c
     }
   }
 
