@@ -8,16 +8,18 @@
  * 2. Per query kind, alternating: shared recall (`teamRecall`, warm connection), local recall
  *    (`recallBlocksHybrid`, as the service calls it), and the merged per-turn recall as the
  *    service runs it (team asked first within `team.budgetMs`, the local recall meanwhile, merge,
- *    relevance gate) — p50/p99 wall and CPU time (`process.cpuUsage`, this process only: the
- *    server's own CPU is not in it) — and how many merged recalls ran out of budget.
+ *    relevance gate) — p50/p99 wall and CPU time: this process's (`process.cpuUsage`) and, for
+ *    the team paths, with the server backends' CPU added (`/proc/PID/schedstat` of the
+ *    connections used, read outside the timed span), which under load says more than the wall
+ *    time — and how many merged recalls ran out of budget.
  * 3. Commits per second: 8 concurrent clients sharing one note per transaction, beside local
  *    single-note commits in this process.
  * 4. With `--parity`: R@5 of the eval sets (../shared/eval) shared into the team layer vs the
- *    SQLite path (bench/team/parity.ts), global mode.
+ *    SQLite path (bench/team/parity.ts), global and scoped (each scope a namespace of its own).
  * The last line is one JSON object with every figure.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
@@ -48,24 +50,45 @@ const log = (line: string) => (args.json ? console.error : console.log)(line)
 const config = resolveConfig({})
 const TOP_K = config.topK
 
-interface Sample { wall: number, cpu: number }
-async function timed<T>(fn: () => Promise<T> | T): Promise<[T, Sample]> {
+interface Sample { wall: number, cpu: number, server: number }
+/** CPU time each server process of `pids` has used, in ms (`/proc/PID/schedstat`, ns resolution); absent where unreadable. */
+function serverCpu(pids: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>()
+  for (const pid of pids) {
+    try {
+      out.set(pid, Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6)
+    } catch {}
+  }
+  return out
+}
+/**
+ * Wall and CPU time of `fn`: this process's (`process.cpuUsage`) and that of the server backends
+ * `pids()` names (asked before and after, outside the timed span; a backend that appeared meanwhile counts whole).
+ */
+async function timed<T>(fn: () => Promise<T> | T, pids: () => Promise<number[]> = async () => []): Promise<[T, Sample]> {
+  const before = serverCpu(await pids())
   const cpu = process.cpuUsage()
   const t0 = performance.now()
   const value = await fn()
   const wall = performance.now() - t0
   const used = process.cpuUsage(cpu)
-  return [value, { wall, cpu: (used.user + used.system) / 1000 }]
+  let server = 0
+  for (const [pid, ms] of serverCpu(await pids())) server += ms - (before.get(pid) ?? 0)
+  return [value, { wall, cpu: (used.user + used.system) / 1000, server }]
 }
 function q(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted.length === 0 ? 0 : Number(sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!.toFixed(3))
 }
-const summary = (samples: Sample[]) => ({ p50: q(samples.map((s) => s.wall), 0.5), p99: q(samples.map((s) => s.wall), 0.99), cpuP50: q(samples.map((s) => s.cpu), 0.5), cpuP99: q(samples.map((s) => s.cpu), 0.99) })
+const summary = (samples: Sample[]) => ({
+  p50: q(samples.map((s) => s.wall), 0.5), p99: q(samples.map((s) => s.wall), 0.99), cpuP50: q(samples.map((s) => s.cpu), 0.5), cpuP99: q(samples.map((s) => s.cpu), 0.99),
+  // Client and server CPU of each recall together: what it costs on a machine with idle cores, bar the loopback round trips.
+  ...(samples.some((s) => s.server > 0) ? { serverCpuP50: q(samples.map((s) => s.server), 0.5), clientPlusServerCpuP50: q(samples.map((s) => s.cpu + s.server), 0.5), clientPlusServerCpuP99: q(samples.map((s) => s.cpu + s.server), 0.99) } : {}),
+})
 
 const server = await startPostgres()
 const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-team-'))
-const result: Record<string, unknown> = { notes: N, queries: Q, seed: SEED }
+const result: Record<string, unknown> = { notes: N, queries: Q, seed: SEED, loadBefore: loadavg() }
 try {
   const admin = await server.admin()
   await admin.query('CREATE DATABASE bench')
@@ -77,6 +100,7 @@ try {
   await owner.end()
   const connect = async () => {
     const c = new pg.Client({ host: '127.0.0.1', port: server.port, user: 'bench_team', password: 'bench', database: 'bench' })
+    c.on('error', () => {}) // the server stops under it when a step fails
     await c.connect()
     return c
   }
@@ -92,7 +116,11 @@ try {
       await shareNotes(client, notes, options)
     }
   })
-  await client.query('ANALYZE stablemem.notes; ANALYZE stablemem.terms')
+  // What autovacuum does in time: statistics for the planner, the visibility map for index-only scans of the postings.
+  const vacuum = await server.admin('bench')
+  vacuum.on('error', () => {}) // the server stops under it when a step fails
+  for (const table of ['notes', 'postings', 'terms']) await vacuum.query(`VACUUM ANALYZE stablemem.${table}`)
+  const backendPids = async () => (await vacuum.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE usename = 'bench_team'")).rows.map((r) => r.pid)
   const storePath = join(dir, 'memory.db')
   const store = new BlockStore(storePath)
   const [, localFill] = await timed(() => {
@@ -123,21 +151,27 @@ try {
   const byKind: Record<string, unknown> = {}
   for (let w = 0; w < 20; w++) await merged(gen.query('en_words', w)) // warm the pool and caches
   const degradedBefore = layer.stats().degraded.timeout
+  const directPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
+  const direct = async () => [directPid]
+  const pooled = async () => (await backendPids()).filter((pid) => pid !== directPid) // the layer's pool
   for (const kind of QUERY_KINDS) {
     const s = { team: [] as Sample[], local: [] as Sample[], merged: [] as Sample[] }
     for (let i = 0; i < Q; i++) {
       const query = gen.query(kind, Math.floor((i + 0.5) * N / Q))
-      s.team.push((await timed(() => teamRecall(client, 'bench', query, TOP_K, () => [])))[1])
+      s.team.push((await timed(() => teamRecall(client, 'bench', query, TOP_K, () => []), direct))[1])
       s.local.push((await timed(() => recallBlocksHybrid(store, null, query, { topK: TOP_K })))[1])
-      s.merged.push((await timed(() => merged(query)))[1])
+      s.merged.push((await timed(() => merged(query), pooled))[1])
     }
     byKind[kind] = { team: summary(s.team), local: summary(s.local), merged: summary(s.merged) }
     for (const k of ['team', 'local', 'merged'] as const) all[k].push(...s[k])
-    log(`${kind}: team p50 ${summary(s.team).p50} p99 ${summary(s.team).p99} ms; local p99 ${summary(s.local).p99}; merged p99 ${summary(s.merged).p99} ms`)
+    const [team, local, mergedS] = [summary(s.team), summary(s.local), summary(s.merged)]
+    log(`${kind}: team p50/p99 ${team.p50}/${team.p99} ms wall, ${team.cpuP50}/${team.cpuP99} client CPU, ${team.clientPlusServerCpuP50}/${team.clientPlusServerCpuP99} client+server CPU; ` +
+      `local ${local.p50}/${local.p99} wall, ${local.cpuP50}/${local.cpuP99} CPU; merged ${mergedS.p50}/${mergedS.p99} wall, ${mergedS.clientPlusServerCpuP50}/${mergedS.clientPlusServerCpuP99} client+server CPU`)
   }
   result.recall = { overall: { team: summary(all.team), local: summary(all.local), merged: summary(all.merged) }, byKind,
     mergedOutOfBudget: layer.stats().degraded.timeout - degradedBefore, mergedTotal: all.merged.length, budgetMs: 60 }
   await layer.close()
+  await vacuum.end()
 
   // 3. Commit rate: 8 concurrent clients, one shared note per transaction; local single commits beside.
   const clients = await Promise.all(Array.from({ length: 8 }, connect))
@@ -158,16 +192,23 @@ try {
     for (const name of ['locomo-en-dev', 'cmrc2018-zh-chunk-dev', 'madial-zh-dev']) {
       const path = join(import.meta.dirname, '..', '..', 'shared', 'eval', name)
       const where = existsSync(path) ? path : join(process.cwd(), '..', 'shared', 'eval', name)
-      const owner2 = await server.admin('bench')
-      table[name] = await parity(owner2, readEvalSet(where), 'global', (ns) => grantTeam(owner2, 'postgres', ns))
-      await owner2.end()
-      log(`parity ${name}: ${JSON.stringify(table[name])}`)
+      const set = readEvalSet(where)
+      for (const mode of ['global', 'scoped'] as const) {
+        const owner2 = await server.admin('bench')
+        table[`${name} ${mode}`] = await parity(owner2, set, mode, (ns) => grantTeam(owner2, 'postgres', ns))
+        await owner2.end()
+        log(`parity ${name} ${mode}: ${JSON.stringify(table[`${name} ${mode}`])}`)
+      }
     }
     result.parity = table
   }
   await client.end()
+} catch (error) {
+  console.error(error)
+  process.exitCode = 1
 } finally {
   await server.stop()
   rmSync(dir, { recursive: true, force: true })
 }
+result.loadAfter = loadavg()
 console.log(JSON.stringify(result))

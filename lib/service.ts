@@ -27,6 +27,7 @@ import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './
 import { BlockStore } from './store/store.ts'
 import { TeamLayer, type TeamStats } from './team/layer.ts'
 import { mergeTeamHits } from './team/merge.ts'
+import type { SharedForgetResult } from './team/forget.ts'
 import type { ShareResult } from './team/write.ts'
 import { checkSceneKey, normalizeSceneKey } from './store/scene-key.ts'
 import { SceneApi, type SceneStats } from './kernel/scenes/api.ts'
@@ -263,10 +264,13 @@ export class StableMem extends Service {
     return await this.team.share(blocks.map((b) => ({ text: b.text, source: b.source, scene: b.scene })))
   }
 
-  /** Deletes notes from the team layer by id (for everyone in the team); returns the ids deleted. */
-  async forgetShared(ids: readonly string[]): Promise<string[]> {
+  /**
+   * Deletes notes from the team layer (for everyone in the team), by id, a list of ids or a filter
+   * like `forget`'s (`{scene}`, `{source}`, `{before}`, `{all: true}`), within the team's namespace.
+   */
+  async forgetShared(target: ForgetTarget, options: { dryRun?: boolean } = {}): Promise<SharedForgetResult> {
     if (!this.team) throw new StableMemError('invalid_input', 'forgetting shared notes needs a team layer (config team.url)')
-    return await this.team.forget(ids)
+    return await this.team.forget(target, options)
   }
 
   /**

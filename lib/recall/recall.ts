@@ -21,9 +21,9 @@ export const DEFAULT_TOP_K = 5
 /** Largest accepted topK. */
 export const MAX_TOP_K = 100
 /** FTS candidates scored per query; the rest of the index is never read. */
-const CANDIDATES = 200
+export const CANDIDATES = 200
 /** Candidates fetched per exact symbol, so a pinned block can never fall outside the candidate list. */
-const EXACT_CANDIDATES = 50
+export const EXACT_CANDIDATES = 50
 /** The pin: an exact hit scores 1 + this × its lexical score (HologramAgent's boolean pin). */
 const PIN_TIEBREAK = 0.01
 

@@ -166,10 +166,11 @@ export function vacuumStore(host: ForgetHost): VacuumResult {
   return { bytesBefore, bytesAfter: host.fileBytes(), walCleared }
 }
 
-type Selection = { kind: 'ids', ids: string[] } | { kind: 'filter', filter: ForgetFilter }
+/** A checked forget target. */
+export type Selection = { kind: 'ids', ids: string[] } | { kind: 'filter', filter: ForgetFilter }
 
-/** Checks the target's shape; every refusal names what is wrong. */
-function parseTarget(target: ForgetTarget): Selection {
+/** Checks the target's shape; every refusal names what is wrong (also for the team layer's forget, `lib/team/forget.ts`). */
+export function parseTarget(target: ForgetTarget): Selection {
   if (typeof target === 'string') return { kind: 'ids', ids: [checkId(target, 'id')] }
   if (Array.isArray(target)) {
     if (target.length === 0) throw new StableMemError('invalid_input', 'forget: the id list is empty')

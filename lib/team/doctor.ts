@@ -51,7 +51,7 @@ export async function diagnoseTeam(config: TeamConfig, env: NodeJS.ProcessEnv): 
     try {
       await client.query('BEGIN')
       const notes = (await client.query<{ n: string }>('SELECT count(*) AS n FROM stablemem.notes WHERE namespace = $1', [config.namespace])).rows[0]!.n
-      await client.query(`INSERT INTO stablemem.notes (namespace, id, text, terms, toks, doc_len, member, created_at) VALUES ($1, 'blk_doctor00000000000000000', 'doctor', ''::tsvector, '', 1, 'doctor', 0)`, [config.namespace])
+      await client.query(`INSERT INTO stablemem.notes (namespace, id, text, toks, doc_len, member, created_at) VALUES ($1, 'blk_doctor00000000000000000', 'doctor', '', 1, 'doctor', 0)`, [config.namespace])
       checks.push({ status: 'ok', label: 'access', detail: `reads (${notes} notes) and writes (test row rolled back)` })
     } catch (error) {
       checks.push({ status: 'fail', label: 'access', detail: `${(error as Error).message}; an administrator runs \`stablemem team init --role ${target.user}\`` })

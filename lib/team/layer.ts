@@ -8,7 +8,9 @@ import { connectFailure, openTeamPool, type TeamTarget } from './connection.ts'
 import { TeamError } from './errors.ts'
 import { migrateTeamSchema } from './schema.ts'
 import { TeamRecallLate, teamRecall, type TeamResult } from './search.ts'
-import { forgetShared, shareNotes, type SharedNoteInput, type ShareResult } from './write.ts'
+import type { ForgetTarget } from '../store/forget.ts'
+import { forgetShared, type SharedForgetResult } from './forget.ts'
+import { shareNotes, type SharedNoteInput, type ShareResult } from './write.ts'
 
 /** Why a turn got no team notes. */
 export type TeamDegradedReason =
@@ -172,7 +174,8 @@ export class TeamLayer {
       try {
         return await teamRecall(client, this.config.namespace, query, topK, localIds, lateAfter)
       } catch (error) {
-        broken = error as Error
+        // A recall that ran out of time stopped between statements: its connection is fine to reuse.
+        if (!(error instanceof TeamRecallLate)) broken = error as Error
         throw error
       } finally {
         client.release(broken)
@@ -223,9 +226,9 @@ export class TeamLayer {
     })
   }
 
-  /** Deletes team notes by id; returns the ids deleted. */
-  async forget(ids: readonly string[]): Promise<string[]> {
-    return await this.withClient((client) => forgetShared(client, this.config.namespace, ids))
+  /** Deletes this team's notes by id or filter (see `forget.ts`); `dryRun` only reports them. */
+  async forget(target: ForgetTarget, options: { dryRun?: boolean } = {}): Promise<SharedForgetResult> {
+    return await this.withClient((client) => forgetShared(client, this.config.namespace, target, options))
   }
 
   private async withClient<T>(fn: (client: pg.ClientBase) => Promise<T>): Promise<T> {

@@ -51,6 +51,39 @@ export const TEAM_MIGRATIONS: readonly string[] = [
       EXECUTE format('CREATE POLICY team ON stablemem.%I USING (namespace = (SELECT stablemem.my_namespace())) WITH CHECK (namespace = (SELECT stablemem.my_namespace()))', t);
     END LOOP;
   END $$;`,
+  // 2: postings, so bm25 ranks on the server (search.ts) and only the best candidates leave it. A
+  // note gets an insertion number (`seq`, what "newest" means, as a local rowid); each of its
+  // distinct terms a row with its frequency and the note's length. They replace the tsvector,
+  // which could find a term's notes but not rank them without reading every one. The backfill
+  // reads the packed tokens (`toks`), with row-level security lifted for the owner meanwhile.
+  `ALTER TABLE stablemem.notes NO FORCE ROW LEVEL SECURITY;
+  ALTER TABLE stablemem.notes ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY;
+  CREATE UNIQUE INDEX notes_seq ON stablemem.notes (namespace, seq);
+  DROP INDEX stablemem.notes_terms;
+  ALTER TABLE stablemem.notes DROP COLUMN terms;
+  CREATE TABLE stablemem.postings (
+    namespace text NOT NULL,
+    term text NOT NULL,
+    seq bigint NOT NULL,
+    tf integer NOT NULL,
+    doc_len integer NOT NULL,
+    PRIMARY KEY (namespace, term, seq) INCLUDE (tf, doc_len)
+  );
+  INSERT INTO stablemem.postings (namespace, term, seq, tf, doc_len)
+    SELECT n.namespace, k.term, n.seq, count(*), n.doc_len FROM stablemem.notes n CROSS JOIN LATERAL (
+      SELECT 'l:' || t AS term FROM unnest(string_to_array(split_part(n.toks, chr(1), 1), ' ')) AS t
+      UNION ALL SELECT 'c:' || t FROM unnest(string_to_array(split_part(n.toks, chr(1), 2), ' ')) AS t) k
+    WHERE octet_length(k.term) <= 2000 GROUP BY n.namespace, k.term, n.seq, n.doc_len;
+  ALTER TABLE stablemem.notes FORCE ROW LEVEL SECURITY;
+  ALTER TABLE stablemem.postings ENABLE ROW LEVEL SECURITY;
+  ALTER TABLE stablemem.postings FORCE ROW LEVEL SECURITY;
+  CREATE POLICY team ON stablemem.postings USING (namespace = (SELECT stablemem.my_namespace()))
+    WITH CHECK (namespace = (SELECT stablemem.my_namespace()));
+  DO $$ DECLARE r record; BEGIN
+    FOR r IN SELECT role FROM stablemem.access LOOP
+      EXECUTE format('GRANT SELECT, INSERT, DELETE ON stablemem.postings TO %I', r.role);
+    END LOOP;
+  END $$;`,
 ]
 
 /** The schema version this release writes. */
@@ -126,5 +159,6 @@ export async function grantTeam(client: pg.ClientBase, role: string, namespace: 
   await client.query(`GRANT USAGE ON SCHEMA stablemem TO ${ident};
     GRANT SELECT ON stablemem.meta, stablemem.access TO ${ident};
     GRANT SELECT, INSERT, UPDATE, DELETE ON stablemem.notes, stablemem.terms, stablemem.stats TO ${ident};
+    GRANT SELECT, INSERT, DELETE ON stablemem.postings TO ${ident};
     GRANT EXECUTE ON FUNCTION stablemem.my_namespace() TO ${ident}`)
 }

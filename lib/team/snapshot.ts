@@ -14,6 +14,8 @@ import { noteTokens, phraseHits, termKey, tokens, type Column, type NoteTokens }
 
 /** A team note as read from PostgreSQL. */
 export interface TeamRow {
+  /** Its insertion number in the namespace: "newest" means the highest, as a local rowid. */
+  seq: number
   id: string
   text: string
   /** Its tokens as stored (`toks`); tokenised from the text when absent. */
@@ -30,8 +32,15 @@ interface Phrase {
   tokens: string[]
 }
 
-const K1 = 1.2
-const B = 0.75
+/** bm25's parameters, as FTS5 sets them (the server's prefilter ranks with the same, `search.ts`). */
+export const K1 = 1.2
+export const B = 0.75
+
+/** A phrase's IDF among `notes` notes when `n` hold it, as FTS5 computes it. */
+export function idf(notes: number, n: number): number {
+  const value = Math.log((notes - n + 0.5) / (n + 0.5))
+  return value <= 0 ? 1e-6 : value
+}
 const PHRASE = /(latin|cjk) : "((?:[^"]|"")*)"/g
 
 /** The phrases of a MATCH expression built by `lib/recall/fts-query.ts`, repeats kept. */
@@ -113,18 +122,16 @@ export class TeamSnapshot implements RecallSource {
     return this.ftsCandidates(match, limit).map((c) => c.rowid)
   }
 
-  ftsCandidates(match: string, limit: number): FtsCandidate[] {
+  /** As the store's: by bm25, or with `newest` the `limit` latest matches (by `seq`), each with its bm25. */
+  ftsCandidates(match: string, limit: number, _weights?: readonly [number, number], newest = false): FtsCandidate[] {
     const phrases = parseMatch(match).filter((p) => p.tokens.length > 0)
-    const idf = phrases.map((p) => {
-      const n = this.phraseCount(p)
-      const value = Math.log((this.notes - n + 0.5) / (n + 0.5))
-      return value <= 0 ? 1e-6 : value
-    })
-    const singles = new Map<string, number[]>() // term key → indexes of the phrases that are that one token
+    const weights = phrases.map((p) => idf(this.notes, this.phraseCount(p)))
+    // Per column: token → indexes of the phrases that are that one token.
+    const singles = { latin: new Map<string, number[]>(), cjk: new Map<string, number[]>() }
     phrases.forEach((p, i) => {
       if (p.tokens.length !== 1) return
-      const key = termKey(p.column, p.tokens[0]!)
-      singles.set(key, [...(singles.get(key) ?? []), i])
+      const column = singles[p.column]
+      column.set(p.tokens[0]!, [...(column.get(p.tokens[0]!) ?? []), i])
     })
     const multi = phrases.map((p, i) => [p, i] as const).filter(([p]) => p.tokens.length > 1)
     const out: FtsCandidate[] = []
@@ -132,16 +139,17 @@ export class TeamSnapshot implements RecallSource {
     this.rowTokens.forEach((t, rowid) => {
       freq.fill(0)
       let matched = false
-      const count = (column: Column, seq: readonly string[]) => {
+      const count = (column: Map<string, number[]>, seq: readonly string[]) => {
+        if (column.size === 0) return
         for (const token of seq) {
-          const hit = singles.get(termKey(column, token))
+          const hit = column.get(token)
           if (hit === undefined) continue
           matched = true
           for (const i of hit) freq[i]!++
         }
       }
-      count('latin', t.latin)
-      count('cjk', t.cjk)
+      count(singles.latin, t.latin)
+      count(singles.cjk, t.cjk)
       for (const [p, i] of multi) {
         const f = phraseHits(p.column === 'latin' ? t.latin : t.cjk, p.tokens)
         if (f > 0) { freq[i] = f; matched = true }
@@ -152,12 +160,13 @@ export class TeamSnapshot implements RecallSource {
       let score = 0
       for (let i = 0; i < phrases.length; i++) {
         const f = freq[i]!
-        if (f > 0) score += idf[i]! * (f * (K1 + 1)) / (f + norm)
+        if (f > 0) score += weights[i]! * (f * (K1 + 1)) / (f + norm)
       }
       out.push({ rowid, bm25: -score })
     })
-    out.sort((a, b) => a.bm25 - b.bm25 || a.rowid - b.rowid)
-    return out.slice(0, limit)
+    const byRank = (list: FtsCandidate[]) => list.sort((a, b) => a.bm25 - b.bm25 || a.rowid - b.rowid)
+    if (!newest) return byRank(out).slice(0, limit)
+    return byRank(out.sort((a, b) => this.rows[b.rowid]!.seq - this.rows[a.rowid]!.seq).slice(0, limit))
   }
 
   blocksByRowid(rowids: readonly number[]): Map<number, Block> {
@@ -178,7 +187,7 @@ export class TeamSnapshot implements RecallSource {
 
   /** Team notes have no scopes: the namespace is the scope. These serve a scoped call as an unscoped one. */
   readonly scopes = {
-    ftsCandidates: (match: string, limit: number) => this.ftsCandidates(match, limit),
+    ftsCandidates: (match: string, limit: number, _scopes: readonly string[], _weights?: readonly [number, number], newest = false) => this.ftsCandidates(match, limit, undefined, newest),
     anyMatch: (match: string) => this.matchCount(match) > 0,
     visible: (ids: readonly string[]) => new Set(ids.filter((id) => this.byId.has(id))),
   }

@@ -7,7 +7,7 @@ import { cjkIndexText, withoutCjk } from '../text/cjk.ts'
  * numbers and private-use characters form tokens, everything else separates; case and Latin
  * diacritics are folded; Latin tokens of 3…64 characters are Porter-stemmed; CJK runs become our
  * bigrams (`lib/text/cjk.ts`). A term key carries its column (`l:port`, `c:服务`), so the
- * PostgreSQL `tsvector` and the document frequencies kept beside it never mix the two.
+ * postings and the document frequencies kept in PostgreSQL never mix the two.
  */
 
 const SEPARATOR = /[^\p{L}\p{N}\p{Co}]+/u
@@ -48,15 +48,21 @@ export function termKey(column: Column, token: string): string {
   return `${column === 'latin' ? 'l' : 'c'}:${token}`
 }
 
-/** Longest term key written into the `tsvector` (PostgreSQL's lexeme limit is 2,047 bytes). */
+/** Longest term key stored (a B-tree entry must fit in a third of a page). */
 const MAX_KEY_BYTES = 2_000
 
-/** The distinct term keys of a note: its `tsvector` lexemes and the keys whose document frequency it adds to. */
+/** How often each term key occurs in a note (its postings rows), keys past `MAX_KEY_BYTES` left out. */
+export function termFrequencies(tokens: NoteTokens): Map<string, number> {
+  const tf = new Map<string, number>()
+  for (const t of tokens.latin) tf.set(termKey('latin', t), (tf.get(termKey('latin', t)) ?? 0) + 1)
+  for (const t of tokens.cjk) tf.set(termKey('cjk', t), (tf.get(termKey('cjk', t)) ?? 0) + 1)
+  for (const k of tf.keys()) if (Buffer.byteLength(k) > MAX_KEY_BYTES) tf.delete(k)
+  return tf
+}
+
+/** The distinct term keys of a note, sorted: the keys whose document frequency it adds to. */
 export function noteTerms(tokens: NoteTokens): string[] {
-  const keys = new Set<string>()
-  for (const t of tokens.latin) keys.add(termKey('latin', t))
-  for (const t of tokens.cjk) keys.add(termKey('cjk', t))
-  return [...keys].filter((k) => Buffer.byteLength(k) <= MAX_KEY_BYTES).sort()
+  return [...termFrequencies(tokens).keys()].sort()
 }
 
 /** Times `phrase` (a token sequence) occurs in `seq`. */

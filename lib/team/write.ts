@@ -5,13 +5,14 @@ import { blockId, isBlockId } from '../store/block-id.ts'
 import { checkTag } from '../store/tags.ts'
 import { isInvisibleOnly } from '../text/invisible.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
-import { noteTerms, noteTokens, packTokens } from './terms.ts'
+import { noteTokens, packTokens, termFrequencies } from './terms.ts'
 
 /**
  * Writing to the team layer: the local commit's rules (canonical text, the content id, the
  * secrets policy, size limit, tags) applied before anything is sent, then one transaction per
- * call that inserts the notes, adds their terms to the namespace's document frequencies and its
- * note and token counts (the statistics bm25 reads, `search.ts`), and marks what they supersede.
+ * call that inserts the notes and their postings (each distinct term with its frequency), adds
+ * their terms to the namespace's document frequencies and its note and token counts (the
+ * statistics bm25 reads, `search.ts`), and marks what they supersede.
  * A note already shared is not written again; saying it again makes it current again. Terms are
  * upserted in sorted order, so concurrent writers never deadlock.
  */
@@ -69,24 +70,35 @@ export async function shareNotes(client: pg.ClientBase, notes: readonly SharedNo
   const seen = new Set<string>()
   const unique = checked.filter((c) => !seen.has(c.id) && seen.add(c.id))
   const toks = unique.map((c) => noteTokens(c.text))
-  const terms = toks.map(noteTerms)
+  const tfs = toks.map(termFrequencies)
   await client.query('BEGIN')
   try {
-    const inserted = await client.query<{ id: string }>(`INSERT INTO stablemem.notes (namespace, id, text, terms, toks, doc_len, member, source, scene, created_at, supersedes)
-      SELECT $1, u.id, u.text, array_to_tsvector(string_to_array(u.terms, ' ')), u.toks, u.len, $2, u.source, u.scene, $3, u.supersedes
-      FROM unnest($4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[]) AS u(id, text, terms, len, source, scene, supersedes, toks)
-      ON CONFLICT (namespace, id) DO NOTHING RETURNING id`,
-    [options.namespace, options.member, now, unique.map((c) => c.id), unique.map((c) => c.text), terms.map((t) => t.join(' ')),
+    const inserted = await client.query<{ id: string, seq: string }>(`INSERT INTO stablemem.notes (namespace, id, text, toks, doc_len, member, source, scene, created_at, supersedes)
+      SELECT $1, u.id, u.text, u.toks, u.len, $2, u.source, u.scene, $3, u.supersedes
+      FROM unnest($4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[]) AS u(id, text, len, source, scene, supersedes, toks)
+      ON CONFLICT (namespace, id) DO NOTHING RETURNING id, seq`,
+    [options.namespace, options.member, now, unique.map((c) => c.id), unique.map((c) => c.text),
       toks.map((t) => t.latin.length + t.cjk.length), unique.map((c) => c.source), unique.map((c) => c.scene), unique.map((c) => c.supersedes), toks.map(packTokens)])
-    const created = new Set(inserted.rows.map((r) => r.id))
+    const created = new Map(inserted.rows.map((r) => [r.id, r.seq]))
     const df = new Map<string, number>()
+    const postings = { term: [] as string[], seq: [] as string[], tf: [] as number[], len: [] as number[] }
     let tokenTotal = 0
     unique.forEach((c, i) => {
-      if (!created.has(c.id)) return
-      tokenTotal += toks[i]!.latin.length + toks[i]!.cjk.length
-      for (const t of terms[i]!) df.set(t, (df.get(t) ?? 0) + 1)
+      const seq = created.get(c.id)
+      if (seq === undefined) return
+      const length = toks[i]!.latin.length + toks[i]!.cjk.length
+      tokenTotal += length
+      for (const [term, tf] of tfs[i]!) {
+        df.set(term, (df.get(term) ?? 0) + 1)
+        postings.term.push(term)
+        postings.seq.push(seq)
+        postings.tf.push(tf)
+        postings.len.push(length)
+      }
     })
     if (created.size > 0) {
+      await client.query(`INSERT INTO stablemem.postings (namespace, term, seq, tf, doc_len) SELECT $1, u.* FROM unnest($2::text[], $3::bigint[], $4::int[], $5::int[]) AS u`,
+        [options.namespace, postings.term, postings.seq, postings.tf, postings.len])
       const sorted = [...df.keys()].sort()
       await client.query(`INSERT INTO stablemem.terms (namespace, term, df) SELECT $1, t, n FROM unnest($2::text[], $3::int[]) AS u(t, n)
         ON CONFLICT (namespace, term) DO UPDATE SET df = stablemem.terms.df + excluded.df`, [options.namespace, sorted, sorted.map((t) => df.get(t)!)])
@@ -103,38 +115,6 @@ export async function shareNotes(client: pg.ClientBase, notes: readonly SharedNo
     }
     await client.query('COMMIT')
     return checked.map((c) => ({ id: c.id, created: created.has(c.id) && seen.delete(c.id), ...(c.redacted.length > 0 ? { redacted: c.redacted } : {}) }))
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {})
-    throw error
-  }
-}
-
-/**
- * Deletes team notes by id, taking their terms out of the statistics; a note one of them had
- * superseded becomes current again. Returns the ids deleted.
- */
-export async function forgetShared(client: pg.ClientBase, namespace: string, ids: readonly string[]): Promise<string[]> {
-  if (ids.length === 0) return []
-  await client.query('BEGIN')
-  try {
-    const { rows } = await client.query<{ id: string, text: string }>('DELETE FROM stablemem.notes WHERE namespace = $1 AND id = ANY($2::text[]) RETURNING id, text', [namespace, [...ids]])
-    if (rows.length > 0) {
-      const df = new Map<string, number>()
-      let tokenTotal = 0
-      for (const r of rows) {
-        const t = noteTokens(r.text)
-        tokenTotal += t.latin.length + t.cjk.length
-        for (const key of noteTerms(t)) df.set(key, (df.get(key) ?? 0) + 1)
-      }
-      const sorted = [...df.keys()].sort()
-      await client.query(`UPDATE stablemem.terms AS t SET df = t.df - u.n FROM unnest($2::text[], $3::int[]) AS u(term, n)
-        WHERE t.namespace = $1 AND t.term = u.term`, [namespace, sorted, sorted.map((k) => df.get(k)!)])
-      await client.query('DELETE FROM stablemem.terms WHERE namespace = $1 AND term = ANY($2::text[]) AND df <= 0', [namespace, sorted])
-      await client.query('UPDATE stablemem.stats SET notes = notes - $2, tokens = tokens - $3 WHERE namespace = $1', [namespace, rows.length, tokenTotal])
-      await client.query('UPDATE stablemem.notes SET superseded_by = NULL WHERE namespace = $1 AND superseded_by = ANY($2::text[])', [namespace, rows.map((r) => r.id)])
-    }
-    await client.query('COMMIT')
-    return rows.map((r) => r.id)
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {})
     throw error

@@ -5,6 +5,7 @@
  */
 import { startPostgres, type PgServer } from '../helpers/postgres.ts'
 import { grantTeam, migrateTeamSchema } from '../../lib/team/schema.ts'
+import { noteTokens, termFrequencies } from '../../lib/team/terms.ts'
 
 /** A team role: its name, password, namespace and the `team:` config of an agent using it. */
 export interface TeamRole {
@@ -55,5 +56,36 @@ export async function startTeamDb(database = 'team'): Promise<TeamDb> {
       }
     },
     stop: () => server.stop(),
+  }
+}
+
+/**
+ * What a namespace's statistics and postings say, beside what its rows say (read as the
+ * superuser): equal when every write and forget kept them in step.
+ */
+export async function statisticsOf(server: PgServer, database: string, namespace: string): Promise<{ kept: unknown, expected: unknown }> {
+  const admin = await server.admin(database)
+  try {
+    const { rows } = await admin.query<{ seq: string, text: string }>('SELECT seq, text FROM stablemem.notes WHERE namespace = $1', [namespace])
+    const df: Record<string, number> = {}
+    const postings: string[] = []
+    let tokens = 0
+    for (const r of rows) {
+      const toks = noteTokens(r.text)
+      tokens += toks.latin.length + toks.cjk.length
+      for (const [term, tf] of termFrequencies(toks)) {
+        df[term] = (df[term] ?? 0) + 1
+        postings.push(`${term} ${r.seq} ${tf} ${toks.latin.length + toks.cjk.length}`)
+      }
+    }
+    const stats = (await admin.query<{ notes: number, tokens: number }>('SELECT notes::int, tokens::int FROM stablemem.stats WHERE namespace = $1', [namespace])).rows[0] ?? { notes: 0, tokens: 0 }
+    const terms = (await admin.query<{ term: string, df: number }>('SELECT term, df FROM stablemem.terms WHERE namespace = $1', [namespace])).rows
+    const kept = (await admin.query<{ p: string }>("SELECT term || ' ' || seq || ' ' || tf || ' ' || doc_len AS p FROM stablemem.postings WHERE namespace = $1", [namespace])).rows
+    return {
+      kept: { stats, df: Object.fromEntries(terms.map((t) => [t.term, t.df]).sort()), postings: kept.map((r) => r.p).sort() },
+      expected: { stats: { notes: rows.length, tokens }, df: Object.fromEntries(Object.entries(df).sort()), postings: postings.sort() },
+    }
+  } finally {
+    await admin.end()
   }
 }

@@ -9,6 +9,8 @@ import type { ForgetFilter, ForgetResult } from '../../store/forget.ts'
 import type { Block } from '../../store/types.ts'
 import { println, UsageError, type CliIo, type Command } from '../command.ts'
 import { openExisting, withStore } from '../open-store.ts'
+import { openTeam, teamConfigOf, TEAM_OPTIONS, TEAM_USAGE } from '../team-args.ts'
+import type { SharedForgetResult } from '../../team/forget.ts'
 
 /** Characters of a note's first line shown in the preview. */
 const PREVIEW_CHARS = 72
@@ -18,6 +20,8 @@ export const command: Command = {
   usage: [
     'Usage: stablemem forget <id>… | --scene <key> | --source <tag> | --before <time> | --all',
     '                        [--yes] [--dry-run] [--keep-superseded] [--keep-duplicates] [--db <path>] [--json]',
+    '       stablemem forget --shared <id>… | --scene <key> | --source <tag> | --before <time> | --all',
+    '                        [--yes] [--dry-run] [--json] [team options]',
     '',
     'Deletes notes for good: the note, its index entries, its vectors and its edges, in one',
     'transaction, with no bytes left in the store file or its WAL. Lists what it will delete and',
@@ -33,6 +37,13 @@ export const command: Command = {
     '  --keep-superseded  a note a forgotten one had replaced stays retired (default: it is recalled again)',
     '  --keep-duplicates  forgetting by id leaves the notes\' near-duplicates (default: they go too)',
     '  --json             print the result as JSON: {deleted, unknown, restored, edges, vectors, dryRun, walCleared}',
+    '',
+    'With --shared it deletes the team\'s shared notes instead (for everyone in the team, within its',
+    'namespace; docs/team.md), with the same filters and confirmation; --json prints',
+    '{deleted, unknown, restored, dryRun}. This machine\'s notes are not touched.',
+    '',
+    '  --shared           forget team notes (config from the options below or their environment variables)',
+    ...TEAM_USAGE,
   ].join('\n'),
   options: {
     scene: { type: 'string' },
@@ -44,12 +55,15 @@ export const command: Command = {
     'keep-superseded': { type: 'boolean' },
     'keep-duplicates': { type: 'boolean' },
     json: { type: 'boolean' },
+    shared: { type: 'boolean' },
+    ...TEAM_OPTIONS,
   },
   positionals: { min: 0, max: Number.POSITIVE_INFINITY },
   async run({ db, dbGiven, args, values, io }) {
     const target = targetOf(args, values)
     const dryRun = values['dry-run'] === true
     const json = values.json === true
+    if (values.shared === true) return await forgetShared(target, values, io)
     const options = { restoreSuperseded: values['keep-superseded'] !== true, withDuplicates: values['keep-duplicates'] !== true }
     if (!dryRun && values.yes !== true && io.stdin?.isTTY !== true) {
       throw new UsageError('standard input is not a terminal, so forget cannot ask: pass --yes to delete, or --dry-run to look')
@@ -72,6 +86,58 @@ export const command: Command = {
       return preview.unknown.length > 0 ? 1 : 0
     })
   },
+}
+
+/**
+ * `forget --shared`: the same preview, confirmation and `--yes`/`--dry-run`/`--json` rules, on
+ * the team layer; what was shown is what is deleted (the preview's ids).
+ */
+async function forgetShared(target: string[] | ForgetFilter, values: Record<string, string | boolean | undefined>, io: CliIo): Promise<number> {
+  for (const local of ['keep-superseded', 'keep-duplicates'] as const) {
+    if (values[local] === true) throw new UsageError(`--${local} applies to this machine's notes, not to --shared`)
+  }
+  const dryRun = values['dry-run'] === true
+  const json = values.json === true
+  if (!dryRun && values.yes !== true && io.stdin?.isTTY !== true) {
+    throw new UsageError('standard input is not a terminal, so forget cannot ask: pass --yes to delete, or --dry-run to look')
+  }
+  teamConfigOf({ values, io }) // a missing or malformed team config is a usage error before anything is sent
+  const team = await openTeam({ values, io })
+  try {
+    const where = team.config.namespace
+    const preview = await team.forget(target, { dryRun: true })
+    const shown = (result: SharedForgetResult) => {
+      if (json) return println(io.stdout, JSON.stringify(result))
+      for (const id of result.unknown) println(io.stderr, `stablemem forget: no team note ${id} in ${where}`)
+      if (result.deleted.length === 0) return println(io.stdout, result.dryRun ? 'nothing matches: no team note would be deleted' : 'nothing matches: no team note deleted')
+      if (result.dryRun) return listShared(io, result, 'would forget', where)
+      println(io.stdout, `forgot ${plural(result.deleted.length, 'team note')} from ${where}`)
+      if (result.restored.length > 0) println(io.stdout, `current again (a forgotten note had replaced them): ${result.restored.join(', ')}`)
+    }
+    if (dryRun || preview.deleted.length === 0) {
+      shown({ ...preview, dryRun })
+      return preview.unknown.length > 0 ? 1 : 0
+    }
+    if (values.yes !== true) {
+      if (!json) listShared(io, preview, 'will forget', where)
+      if (!await confirm(io, `Forget ${plural(preview.deleted.length, 'team note')} for everyone in ${where}? [y/N] `)) {
+        println(io.stderr, 'stablemem forget: nothing deleted')
+        return 1
+      }
+    }
+    const result = await team.forget(preview.deleted.map((n) => n.id))
+    shown({ ...result, unknown: preview.unknown })
+    return preview.unknown.length > 0 ? 1 : 0
+  } finally {
+    await team.close()
+  }
+}
+
+/** The team preview: one line per note, with who shared it. */
+function listShared(io: CliIo, result: SharedForgetResult, verb: string, namespace: string): void {
+  println(io.stdout, `${verb} ${plural(result.deleted.length, 'team note')} from ${namespace}:`)
+  for (const note of result.deleted) println(io.stdout, `  ${note.id}  ${note.member}: ${firstLine(note)}`)
+  if (result.restored.length > 0) println(io.stdout, `current again afterwards: ${result.restored.join(', ')}`)
 }
 
 /** The target from the command line; a usage error unless exactly one kind of target is given. */
@@ -129,7 +195,7 @@ function list(io: CliIo, result: ForgetResult, verb: string): void {
 }
 
 /** A note's first line, control characters blanked and cut to fit one terminal line. */
-function firstLine(block: Block): string {
+function firstLine(block: Pick<Block, 'text'>): string {
   // eslint-disable-next-line no-control-regex
   const line = block.text.split(/\r\n|\r|\n|\u2028|\u2029/)[0]!.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ')
   const chars = Array.from(line)
