@@ -18,6 +18,7 @@ import { StableMemError } from '../errors.ts'
 import { isBlockId } from './block-id.ts'
 import { indexColumns } from './fts-columns.ts'
 import { normalizeSceneKey } from './scene-key.ts'
+import { BLOCK_COUNT_DELETE_TRIGGER } from './schema.ts'
 import type { Block } from './types.ts'
 
 /** A filter over stored notes. Several fields narrow together (AND); `all` must stand alone. */
@@ -392,10 +393,6 @@ function quoteId(name: string): string {
   return `"${name.replaceAll('"', '""')}"`
 }
 
-/** The block count's delete trigger as the migration that added it wrote it (lib/store/schema.ts), spaces collapsed. */
-const COUNT_TRIGGER = 'CREATE TRIGGER block_count_delete_marked AFTER DELETE ON blocks BEGIN '
-  + 'UPDATE block_count SET n = n - (old.rowid <= mark), mark = min(mark, coalesce((SELECT max(rowid) FROM blocks), 0)); END'
-
 /**
  * The block count's delete trigger costs as much as the rest of a block row's deletion (SQLite
  * runs it once per row). A large forget drops it inside its transaction, moves the count and its
@@ -406,7 +403,7 @@ const COUNT_TRIGGER = 'CREATE TRIGGER block_count_delete_marked AFTER DELETE ON 
  */
 function detachCountTrigger(host: ForgetHost): string | undefined {
   const row = host.stmt('forget.countTrigger', "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = 'block_count_delete_marked'").get() as { sql: string } | undefined
-  if (row === undefined || row.sql.replace(/\s+/g, ' ') !== COUNT_TRIGGER) return undefined
+  if (row?.sql !== BLOCK_COUNT_DELETE_TRIGGER) return undefined
   host.db.exec('DROP TRIGGER block_count_delete_marked')
   return row.sql
 }

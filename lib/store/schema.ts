@@ -4,6 +4,14 @@ import { indexColumns } from './fts-columns.ts'
 import { migrateSceneColumn } from './scenes.ts'
 
 /**
+ * The block count's delete trigger, as the rowid-mark migration in `MIGRATIONS` creates it. A large
+ * forget detaches it and moves the count once (lib/store/forget.ts), and checks it against this.
+ */
+export const BLOCK_COUNT_DELETE_TRIGGER = `CREATE TRIGGER block_count_delete_marked AFTER DELETE ON blocks BEGIN
+    UPDATE block_count SET n = n - (old.rowid <= mark), mark = min(mark, coalesce((SELECT max(rowid) FROM blocks), 0));
+  END`
+
+/**
  * Forward-only schema migrations, tracked in `PRAGMA user_version`. Each entry moves the file
  * from version `index` to `index + 1` inside one transaction; released entries never change,
  * new ones are appended. A file newer than this code is refused, never downgraded.
@@ -217,9 +225,7 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE block_count SET mark = coalesce((SELECT max(rowid) FROM blocks), 0);
   DROP TRIGGER block_count_insert;
   DROP TRIGGER block_count_delete;
-  CREATE TRIGGER block_count_delete_marked AFTER DELETE ON blocks BEGIN
-    UPDATE block_count SET n = n - (old.rowid <= mark), mark = min(mark, coalesce((SELECT max(rowid) FROM blocks), 0));
-  END;
+  ${BLOCK_COUNT_DELETE_TRIGGER};
   `,
 ]
 

@@ -139,7 +139,7 @@ t.test('mutation: a delete that leaves the mark in place loses a note in a freed
 t.test('mutation: without the delete trigger, forget leaves the count too high', async (t) => {
   const m = mutant({ file: 'store/schema.ts', from: `CREATE TRIGGER block_count_delete_marked AFTER DELETE ON blocks BEGIN
     UPDATE block_count SET n = n - (old.rowid <= mark), mark = min(mark, coalesce((SELECT max(rowid) FROM blocks), 0));
-  END;`, to: '' })
+  END`, to: 'SELECT 1' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
   const store = new Mutated(tempStorePath())
