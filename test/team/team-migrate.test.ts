@@ -5,7 +5,7 @@
  * its owner; the backfilled postings are exactly what writing the notes now would give, the team
  * role ranks them like the local store, and it can share and forget without new grants.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import pg from 'pg'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { BlockStore } from '../../lib/store/store.ts'
@@ -14,6 +14,7 @@ import { migrateTeamSchema, schemaState, TEAM_MIGRATIONS, TEAM_SCHEMA_VERSION } 
 import { teamRecall } from '../../lib/team/search.ts'
 import { noteTerms, noteTokens, packTokens } from '../../lib/team/terms.ts'
 import { shareNotes } from '../../lib/team/write.ts'
+import { mutant } from '../helpers/mutant.ts'
 import { startPostgres, type PgServer } from '../helpers/postgres.ts'
 import { statisticsOf } from './setup.ts'
 
@@ -27,30 +28,32 @@ const NOTES = ['billing 服务端口 8499，部署在 10.3.7.9', 'The staging da
   'Redis cache for sessions listens on 6379', 'billing 的数据库备份每天凌晨三点', 'The VPN gateway is vpn.corp.example at 10.8.0.1']
 const QUERIES = ['billing 服务端口是多少？', '10.3.7.9 上跑的是什么', 'which port does redis use', 'v2.3.1 发布流程', '数据库备份时间']
 
-async function connect(user: string, password: string): Promise<pg.Client> {
-  const client = new pg.Client({ host: '127.0.0.1', port: server.port, user, password, database: 'old' })
+async function connect(user: string, password: string, database: string): Promise<pg.Client> {
+  const client = new pg.Client({ host: '127.0.0.1', port: server.port, user, password, database })
   await client.connect()
   return client
 }
 
-t.test('version 1 → current: postings backfilled under forced row-level security, ranking and writes work', async (t) => {
+/**
+ * A database at version 1 as its release created it, by an owner that is not a superuser, with
+ * the grant it gave a team role, and the team's notes as version 1 wrote them.
+ */
+async function versionOne(t: Test, names: { database: string, owner: string, team: string }): Promise<{ owner: pg.Client, team: pg.Client, store: BlockStore }> {
   const admin = await server.admin()
-  await admin.query("CREATE ROLE keeper LOGIN PASSWORD 'keeper'")
-  await admin.query("CREATE ROLE team_old LOGIN PASSWORD 'team'")
-  await admin.query('CREATE DATABASE old OWNER keeper')
+  await admin.query(`CREATE ROLE ${names.owner} LOGIN PASSWORD 'keeper'`)
+  await admin.query(`CREATE ROLE ${names.team} LOGIN PASSWORD 'team'`)
+  await admin.query(`CREATE DATABASE ${names.database} OWNER ${names.owner}`)
   await admin.end()
-  // Version 1 as its release created it, by the database owner, and the grant it gave a team role.
-  const owner = await connect('keeper', 'keeper')
+  const owner = await connect(names.owner, 'keeper', names.database)
   t.teardown(() => owner.end())
   await owner.query('BEGIN')
   await owner.query(TEAM_MIGRATIONS[0]!)
   await owner.query("UPDATE stablemem.meta SET value = '1' WHERE key = 'version'")
-  await owner.query("INSERT INTO stablemem.access VALUES ('team_old', 'old')")
-  await owner.query(`GRANT USAGE ON SCHEMA stablemem TO team_old; GRANT SELECT ON stablemem.meta, stablemem.access TO team_old;
-    GRANT SELECT, INSERT, UPDATE, DELETE ON stablemem.notes, stablemem.terms, stablemem.stats TO team_old; GRANT EXECUTE ON FUNCTION stablemem.my_namespace() TO team_old`)
+  await owner.query("INSERT INTO stablemem.access VALUES ($1, 'old')", [names.team])
+  await owner.query(`GRANT USAGE ON SCHEMA stablemem TO ${names.team}; GRANT SELECT ON stablemem.meta, stablemem.access TO ${names.team};
+    GRANT SELECT, INSERT, UPDATE, DELETE ON stablemem.notes, stablemem.terms, stablemem.stats TO ${names.team}; GRANT EXECUTE ON FUNCTION stablemem.my_namespace() TO ${names.team}`)
   await owner.query('COMMIT')
-  // The team's notes as version 1 wrote them.
-  const team = await connect('team_old', 'team')
+  const team = await connect(names.team, 'team', names.database)
   t.teardown(() => team.end())
   const store = new BlockStore(':memory:')
   t.teardown(() => store.close())
@@ -67,13 +70,22 @@ t.test('version 1 → current: postings backfilled under forced row-level securi
   }
   await team.query("INSERT INTO stablemem.terms SELECT 'old', t, n FROM unnest($1::text[], $2::int[]) AS u(t, n)", [[...df.keys()], [...df.values()]])
   await team.query("INSERT INTO stablemem.stats VALUES ('old', $1, $2)", [NOTES.length, tokens])
+  return { owner, team, store }
+}
 
+/** Rows of the team's notes the owner can see: 0 while row-level security is forced on it. */
+async function ownerSees(owner: pg.Client): Promise<number> {
+  return Number((await owner.query('SELECT count(*) FROM stablemem.notes')).rows[0].count)
+}
+
+t.test('version 1 → current: postings backfilled under forced row-level security, ranking and writes work', async (t) => {
+  const { owner, team, store } = await versionOne(t, { database: 'old', owner: 'keeper', team: 'team_old' })
   t.same(await schemaState(owner), { kind: 'ours', version: 1 })
   t.equal(await migrateTeamSchema(owner, 'old'), 1, 'the owner migrates from version 1')
   t.same(await schemaState(owner), { kind: 'ours', version: TEAM_SCHEMA_VERSION })
   const { kept, expected } = await statisticsOf(server, 'old', 'old')
   t.same(kept, expected, 'the postings are what the rows say')
-  t.equal(Number((await owner.query('SELECT count(*) FROM stablemem.notes')).rows[0].count), 0, 'row-level security is forced again: the owner sees no team rows')
+  t.equal(await ownerSees(owner), 0, 'row-level security is forced again: the owner sees no team rows')
   for (const q of QUERIES) {
     const local = recallBlocks(store, q, { topK: 5, abstain: false })
     const found = await teamRecall(team, 'old', q, 5, () => [])
@@ -84,4 +96,13 @@ t.test('version 1 → current: postings backfilled under forced row-level securi
   t.same((await forgetShared(team, 'old', [shared!.id])).deleted.map((n) => n.id), [shared!.id], 'and forgets')
   const after = await statisticsOf(server, 'old', 'old')
   t.same(after.kept, after.expected)
+})
+
+t.test('mutation: without forcing row-level security again, the migrating owner reads every team row', async (t) => {
+  const m = mutant({ file: 'team/schema.ts', from: '  ALTER TABLE stablemem.notes FORCE ROW LEVEL SECURITY;\n  ALTER TABLE stablemem.postings ENABLE', to: '  ALTER TABLE stablemem.postings ENABLE' })
+  t.teardown(() => m.remove())
+  const mutated = await m.load<typeof import('../../lib/team/schema.ts')>('team/schema.ts')
+  const { owner } = await versionOne(t, { database: 'old_mutant', owner: 'keeper_mutant', team: 'team_mutant' })
+  t.equal(await mutated.migrateTeamSchema(owner, 'old'), 1)
+  t.equal(await ownerSees(owner), NOTES.length, 'the guard is what hides the team rows from the owner')
 })
