@@ -35,3 +35,11 @@ export function transientReason(error: unknown): string {
   const code = (error as { errcode?: unknown }).errcode
   return (typeof code === 'number' ? REASONS.get(code & 0xff) : undefined) ?? (error instanceof Error ? error.message : String(error))
 }
+
+/** SQLite's result code for "another connection holds the lock". */
+const SQLITE_BUSY = 5
+
+/** Whether SQLite refused because another connection holds the lock (and may let go of it soon). */
+export function isBusy(error: unknown): boolean {
+  return ((error as { errcode?: number }).errcode ?? 0) % 256 === SQLITE_BUSY
+}

@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { pathToFileURL } from 'node:url'
-import { DatabaseSync, type StatementSync } from 'node:sqlite'
+import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { isInvisibleOnly } from '../text/invisible.ts'
@@ -10,8 +9,10 @@ import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
 import { BrowseTable } from './browse.ts'
 import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates.ts'
+import { isBusy } from './failure.ts'
 import { indexColumns } from './fts-columns.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
+import { enterWalMode, openFile, probe, refuseForeign, removeIdleWalFiles } from './open-file.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import { LayerTable, type Layer } from './layers.ts'
 import { adopt, exists, mark, restore, type ChainAccess } from './supersede.ts'
@@ -69,9 +70,6 @@ const MATCH_COUNT_CACHE = 50_000
  * re-read evicted pages; 64 MiB is an upper bound, allocated only as pages are touched.
  */
 const PAGE_CACHE_KIB = -65_536
-
-/** SQLite's result code for "another connection holds the lock". */
-const SQLITE_BUSY = 5
 
 /** Columns every block read uses, in one place so readers cannot drift apart (`toBlock` reads them by position). */
 const BLOCK_COLUMNS = 'id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, superseded_by'
@@ -143,7 +141,7 @@ export class BlockStore {
         db = openFile(path, busyTimeoutMs, false)
         refuseForeign(db, path)
       }
-      if (!readOnly && path !== ':memory:') db.exec(`PRAGMA journal_mode = WAL; PRAGMA journal_size_limit = ${options.walSizeLimitBytes ?? WAL_SIZE_LIMIT}`)
+      if (!readOnly && path !== ':memory:') enterWalMode(db, busyTimeoutMs, options.walSizeLimitBytes ?? WAL_SIZE_LIMIT)
       // secure_delete: freed pages and cells are zeroed, so `forget` leaves no bytes of a note behind.
       db.exec(`PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA secure_delete = ON; PRAGMA cache_size = ${PAGE_CACHE_KIB}`)
       if (!readOnly) migrate(db)
@@ -734,97 +732,6 @@ export class BlockStore {
     }
     return total
   }
-}
-
-/**
- * Refuses, before anything is written (even the journal mode), a file this code must not touch:
- * one from a newer release, or another program's SQLite database (no schema version of ours but
- * tables of its own). The user's file is never converted or "repaired".
- */
-function refuseForeign(db: DatabaseSync, path: string): void {
-  // One statement, so the version and the tables come from the same snapshot even while another
-  // process is creating the store.
-  const row = db.prepare(`SELECT (SELECT user_version FROM pragma_user_version) AS version,
-    (SELECT group_concat(name, ', ') FROM (SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 3)) AS tables`)
-    .get() as { version: number, tables: string | null }
-  const version = Number(row.version)
-  if (version > SCHEMA_VERSION) {
-    throw new StableMemError('newer_schema',
-      `store schema version ${version} is newer than this dsh-stablemem supports (${SCHEMA_VERSION}); upgrade the package`)
-  }
-  if (version === 0 && row.tables !== null) {
-    throw new StableMemError('unavailable', `${path} is an SQLite database of another program (tables ${row.tables}); refusing to change it`)
-  }
-}
-
-/**
- * Cheap checks at open that a damaged or read-only file fails now, with one clear error, rather
- * than on the first turn: a write can begin (in a transaction that is rolled back, so the file is
- * never changed; a read-only file or folder fails here), and the last page of the block table and
- * the FTS index's structure records can be read.
- */
-function probe(db: DatabaseSync, busyTimeoutMs: number, write: boolean): void {
-  if (write) probeWrite(db, busyTimeoutMs)
-  db.prepare('SELECT max(rowid) FROM blocks').get()
-  db.prepare(`SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH '"stablemem"' LIMIT 1`).get()
-}
-
-function probeWrite(db: DatabaseSync, busyTimeoutMs: number): void {
-  db.exec('PRAGMA busy_timeout = 0')
-  try {
-    db.exec('BEGIN IMMEDIATE')
-    try {
-      db.exec(`PRAGMA user_version = ${schemaVersion(db)}`)
-    } finally {
-      db.exec('ROLLBACK')
-    }
-  } catch (error) {
-    // Another process holds the write lock: the file is writable, and opening must not wait for it.
-    if (!isBusy(error)) throw error
-  } finally {
-    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
-  }
-}
-
-/**
- * Opens the SQLite file. Read-only, a WAL store still needs its `-shm` index, which SQLite cannot
- * create in a read-only folder: then, and only when no `-wal` file exists (so no writer can be
- * active there and nothing is left unread), the file is opened as immutable.
- */
-function openFile(path: string, busyTimeoutMs: number, readOnly: boolean): DatabaseSync {
-  let db: DatabaseSync | undefined
-  try {
-    db = new DatabaseSync(path, { timeout: busyTimeoutMs, readOnly })
-    if (readOnly) db.prepare('SELECT 1 FROM sqlite_schema LIMIT 1').get() // SQLite opens the WAL index on the first read
-    return db
-  } catch (error) {
-    db?.close()
-    if (readOnly && !existsSync(`${path}-wal`)) {
-      try {
-        return new DatabaseSync(`${pathToFileURL(path).href}?immutable=1`, { readOnly: true })
-      } catch { /* report the first error */ }
-    }
-    throw new StableMemError('unavailable', `cannot open store ${path}: ${(error as Error).message}`, { cause: error })
-  }
-}
-
-/**
- * After a read-only open that had to create the WAL files: one plain open and close removes them
- * again when this was the last connection (SQLite deletes an empty WAL on the last close), and
- * leaves them alone while another process uses them.
- */
-function removeIdleWalFiles(path: string): void {
-  if (!existsSync(`${path}-wal`) && !existsSync(`${path}-shm`)) return
-  try {
-    const db = new DatabaseSync(path)
-    db.prepare('SELECT 1 FROM sqlite_schema LIMIT 1').get() // the WAL is only looked at once the file is read
-    db.close()
-  } catch { /* a read-only folder: SQLite could not have created them either */ }
-}
-
-/** Whether SQLite refused because another connection holds the lock. */
-function isBusy(error: unknown): boolean {
-  return ((error as { errcode?: number }).errcode ?? 0) % 256 === SQLITE_BUSY
 }
 
 /** Import restores exactly: a credential the policy would mask is refused, naming its kinds. */

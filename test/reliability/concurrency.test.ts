@@ -5,8 +5,12 @@
  */
 import t from 'tap'
 import { DatabaseSync } from 'node:sqlite'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { Worker } from 'node:worker_threads'
 import { BlockStore } from '../../lib/store/store.ts'
 import { tempStorePath } from '../helpers/harness.ts'
+import { mutant } from '../helpers/mutant.ts'
 import { startFixture } from './child.ts'
 
 const COUNT = 120
@@ -79,6 +83,63 @@ t.test('agents starting at once on a new file all get a working store (no migrat
     t.equal(store.count(), 4, `round ${round}: all four notes stored`)
     store.close()
   }
+})
+
+/** Edit that makes the WAL switch wait at the start line (fixtures/start-line.ts); instrumentation, not a mutation. */
+const AT_START_LINE = { file: 'store/open-file.ts', from: 'const deadline = Date.now() + busyTimeoutMs', to: '(globalThis as { beforeWalSwitch?: () => void }).beforeWalSwitch?.(); const deadline = Date.now() + busyTimeoutMs' }
+
+/**
+ * Runs `rounds` first opens of a new file by `agents` threads that reach the WAL switch together
+ * (see fixtures/start-line.ts), with the copy of `lib/` in `libDir`; returns every error reported,
+ * the rounds whose file did not end with one note per agent, and how many rounds ran (with
+ * `untilError`, the run ends at the first round that reported one).
+ */
+async function startLineRace(libDir: string, rounds: number, agents: number, untilError = false): Promise<{ errors: string[], short: number[], ran: number }> {
+  const start = new SharedArrayBuffer(4)
+  const line = new Int32Array(start)
+  const storeModule = pathToFileURL(join(libDir, 'lib/store/store.ts')).href
+  const fixture = new URL('./fixtures/start-line.ts', import.meta.url)
+  const workers = Array.from({ length: agents }, (_, i) => new Worker(fixture, { workerData: { storeModule, start, name: `agent-${i}` } }))
+  let crashed: (error: Error) => void = () => {}
+  const crash = new Promise<never>((_, reject) => { crashed = reject })
+  for (const w of workers) w.on('error', (error) => crashed(error))
+  const next = (w: Worker) => Promise.race([new Promise<string>((resolve) => w.once('message', resolve)), crash])
+  try {
+    await Promise.all(workers.map(next))
+    const errors: string[] = []
+    const short: number[] = []
+    let round = 0
+    for (; round < rounds && !(untilError && errors.length > 0); round++) {
+      const path = tempStorePath(`start-line-${round}`)
+      const ready = workers.map(next)
+      for (const w of workers) w.postMessage({ round, path })
+      await Promise.all(ready)
+      const done = workers.map(next)
+      Atomics.store(line, 0, round + 1)
+      Atomics.notify(line, 0)
+      errors.push(...(await Promise.all(done)).filter((m) => m !== 'ok'))
+      if (untilError) continue
+      const db = new DatabaseSync(path, { readOnly: true })
+      if (Number((db.prepare('SELECT count(*) AS n FROM blocks').get() as { n: number }).n) !== agents) short.push(round)
+      db.close()
+    }
+    return { errors, short, ran: round }
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()))
+  }
+}
+
+t.test('agents reaching the WAL switch of a new file together: it is retried, never "database is locked"', async (t) => {
+  // Two agents, one a core: without the retry about one round in three fails here (idle machine).
+  const real = mutant(AT_START_LINE)
+  t.teardown(() => real.remove())
+  const ok = await startLineRace(real.dir, 150, 2)
+  t.same(ok.errors, [], 'every agent opened and committed')
+  t.same(ok.short, [], 'every file holds one note per agent')
+  const unguarded = mutant(AT_START_LINE, { file: 'store/open-file.ts', from: 'if (!isBusy(error) || Date.now() >= deadline) throw error', to: 'throw error' })
+  t.teardown(() => unguarded.remove())
+  const bad = await startLineRace(unguarded.dir, 2000, 2, true)
+  t.ok(bad.errors.some((e) => /database is locked/.test(e)), `mutation check: without the retry, round ${bad.ran} failed (${bad.errors[0]})`)
 })
 
 t.test('the cached note count follows this connection\'s commits and another connection\'s writes', async (t) => {

@@ -38,7 +38,7 @@ t.test('the WAL grows under a long reader and returns to the bound once it is do
 })
 
 t.test('mutation: without journal_size_limit the WAL keeps its largest size', async (t) => {
-  const m = mutant({ file: 'store/store.ts', from: '; PRAGMA journal_size_limit = ${options.walSizeLimitBytes ?? WAL_SIZE_LIMIT}', to: '' })
+  const m = mutant({ file: 'store/open-file.ts', from: 'db.exec(`PRAGMA journal_size_limit = ${walSizeLimitBytes}`)', to: '' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<typeof StoreModule>('store/store.ts')
   const { underReader, afterReader } = await walSizes(Mutated)
