@@ -1,6 +1,7 @@
 import type { BlockStore } from '../store/store.ts'
 import type { StoredVector } from '../store/vectors.ts'
 import { centre, usableCentroid } from './centroid.ts'
+import { Int8Rows } from './int8-rows.ts'
 import { SignCodes } from './sign-codes.ts'
 
 /** Rows read per query while loading. */
@@ -15,6 +16,10 @@ export const APPROXIMATE_FROM = 10_000
 export const SHORTLIST_MIN = 2048
 /** Shortlist rows per requested neighbour, when that is more than `SHORTLIST_MIN`. */
 export const SHORTLIST_PER_K = 16
+/** Smallest number of shortlisted rows, best by int8 dot product, re-ranked with the exact cosine. */
+export const RERANK_MIN = 512
+/** Exactly re-ranked rows per requested neighbour, when that is more than `RERANK_MIN`. */
+export const RERANK_PER_K = 4
 
 /** How one index searches; the defaults are the measured choice. */
 export interface VectorIndexOptions {
@@ -22,6 +27,8 @@ export interface VectorIndexOptions {
   approximateFrom?: number
   /** Smallest shortlist (default `SHORTLIST_MIN`). */
   shortlistMin?: number
+  /** Smallest exact re-rank (default `RERANK_MIN`). */
+  rerankMin?: number
 }
 
 /** A nearest-neighbour hit: block id and cosine (centred when the centroid is in use). */
@@ -50,15 +57,19 @@ export class VectorIndex {
   private centroid: Float32Array | null = null
   private forgetEpoch = 0
   private signs: SignCodes
+  private int8: Int8Rows
   private readonly approximateFrom: number
   private readonly shortlistMin: number
+  private readonly rerankMin: number
 
   constructor(model: string, dims: number, options: VectorIndexOptions = {}) {
     this.model = model
     this.dims = dims
     this.signs = new SignCodes(dims)
+    this.int8 = new Int8Rows(dims)
     this.approximateFrom = options.approximateFrom ?? APPROXIMATE_FROM
     this.shortlistMin = options.shortlistMin ?? SHORTLIST_MIN
+    this.rerankMin = options.rerankMin ?? RERANK_MIN
   }
 
   /** Number of vectors loaded. */
@@ -84,6 +95,7 @@ export class VectorIndex {
       this.langs = []
       this.lastSeq = 0
       this.signs = new SignCodes(this.dims)
+      this.int8 = new Int8Rows(this.dims)
     }
     const dims = this.dims
     for (let page = store.vectors.since(this.model, dims, this.lastSeq, PAGE); page.length > 0; page = store.vectors.since(this.model, dims, this.lastSeq, PAGE)) {
@@ -141,9 +153,11 @@ export class VectorIndex {
     const n = this.ids.length
     if (n >= this.approximateFrom) {
       this.signs.sync(this.data, n)
+      this.int8.sync(this.data, n)
       const shortlist = this.signs.nearest(q, Math.max(this.shortlistMin, SHORTLIST_PER_K * k))
-      const hits = this.scan(q, k, allow, shortlist)
-      if (hits.length >= Math.min(k, n) || shortlist.length === n) return hits
+      const rerank = this.int8.best(q, shortlist, Math.max(this.rerankMin, RERANK_PER_K * k))
+      const hits = this.scan(q, k, allow, rerank)
+      if (hits.length >= Math.min(k, n) || rerank.length === n) return hits
     }
     return this.scan(q, k, allow, null)
   }
