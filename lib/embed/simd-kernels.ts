@@ -3,7 +3,8 @@
  * instructions (no toolchain, no native module, nothing to download: every Node this plugin runs on
  * has WebAssembly SIMD). V8 does not vectorise JS loops (docs/decisions.md D14); these kernels do 16
  * bytes an instruction:
- * - `hamming`: the bit distance from a query code to every row code (XOR, per-byte popcount);
+ * - `weighted`: for every row code, the query-weighted count of bits where it differs from the query's
+ *   sign bits (XOR, AND with each of the query's four weight planes, per-byte popcount);
  * - `dots`: the int8 × int16 dot product of a query with listed rows (sign-extend, pairwise multiply-add).
  * Each `SimdMemory` is one linear memory with the kernels bound to it; its owner lays out its rows
  * and scratch in it.
@@ -23,7 +24,7 @@ const op = {
   v128Load: (offset: number) => [0xfd, 0x00, 4, ...uleb(offset)],
   v128Zero: [0xfd, 0x0c, ...new Array<number>(16).fill(0)],
   lane: (i: number) => [0xfd, 0x1b, i],
-  xor: [0xfd, 0x51], popcnt: [0xfd, 0x62],
+  and: [0xfd, 0x4e], xor: [0xfd, 0x51], popcnt: [0xfd, 0x62], i32x4Shl: [0xfd, ...uleb(0xab)],
   addPairsU8: [0xfd, 0x7d], addPairsU16: [0xfd, 0x7f],
   extendLowS8: [0xfd, ...uleb(0x87)], extendHighS8: [0xfd, ...uleb(0x88)],
   i16Add: [0xfd, ...uleb(0x8e)], i32x4Add: [0xfd, ...uleb(0xae)], dotS16: [0xfd, ...uleb(0xba)],
@@ -45,26 +46,39 @@ const decrement = (local: number) => [...op.get(local), ...op.i32Const(1), ...op
 /** `local += n`. */
 const advance = (local: number, n: number) => [...op.get(local), ...op.i32Const(n), ...op.i32Add, ...op.set(local)]
 
+/** Weight planes of a `weighted` query: its weights are 4-bit, 0–15. */
+export const WEIGHT_PLANES = 4
+
 /**
- * hamming(codes, query, rows, blocks, out): for each of `rows` codes of `blocks` × 16 bytes from
- * `codes`, the popcount of (code XOR query) as an i32 at `out`. Rows and blocks ≥ 1.
+ * weighted(codes, query, rows, blocks, out): for each of `rows` codes of `blocks` × 16 bytes from
+ * `codes`, Σ_b 2^b · popcount(plane_b AND (code XOR sign)) as an i32 at `out`, where the query holds,
+ * per 16-byte block, its sign bits and then its `WEIGHT_PLANES` weight planes (plane b: bit b of each
+ * dimension's weight). Rows and blocks ≥ 1.
  */
-function hammingBody(): number[] {
-  const [codes, query, rows, blocks, out, b, qp, acc] = [0, 1, 2, 3, 4, 5, 6, 7]
+function weightedBody(): number[] {
+  const [codes, query, rows, blocks, out, b, qp, diff] = [0, 1, 2, 3, 4, 5, 6, 7]
+  const acc = (plane: number) => 8 + plane
+  const planes = Array.from({ length: WEIGHT_PLANES }, (_, plane) => plane)
   return [
     ...op.loop,
-    ...op.v128Zero, ...op.set(acc),
+    ...planes.flatMap((plane) => [...op.v128Zero, ...op.set(acc(plane))]),
     ...op.get(query), ...op.set(qp),
     ...op.get(blocks), ...op.set(b),
     ...op.loop,
-    ...op.get(acc),
-    ...op.get(codes), ...op.v128Load(0), ...op.get(qp), ...op.v128Load(0),
-    ...op.xor, ...op.popcnt, ...op.addPairsU8, ...op.i16Add, ...op.set(acc),
-    ...advance(codes, LANE_BYTES), ...advance(qp, LANE_BYTES),
+    ...op.get(codes), ...op.v128Load(0), ...op.get(qp), ...op.v128Load(0), ...op.xor, ...op.set(diff),
+    ...planes.flatMap((plane) => [
+      ...op.get(acc(plane)),
+      ...op.get(diff), ...op.get(qp), ...op.v128Load((plane + 1) * LANE_BYTES), ...op.and,
+      ...op.popcnt, ...op.addPairsU8, ...op.i16Add, ...op.set(acc(plane)),
+    ]),
+    ...advance(codes, LANE_BYTES), ...advance(qp, (WEIGHT_PLANES + 1) * LANE_BYTES),
     ...decrement(b), ...op.brIf(0),
     ...op.end,
-    ...op.get(acc), ...op.addPairsU16, ...op.set(acc),
-    ...storeLaneSum(out, acc),
+    // Plane sums widened to i32 lanes, shifted by their bit and added up in the first plane's local.
+    ...op.get(acc(0)), ...op.addPairsU16,
+    ...planes.slice(1).flatMap((plane) => [...op.get(acc(plane)), ...op.addPairsU16, ...op.i32Const(plane), ...op.i32x4Shl, ...op.i32x4Add]),
+    ...op.set(acc(0)),
+    ...storeLaneSum(out, acc(0)),
     ...decrement(rows), ...op.brIf(0),
     ...op.end,
   ]
@@ -136,8 +150,8 @@ function moduleBytes(): Uint8Array {
     ...section(1, vec([funcType(5), funcType(6)])),
     ...section(2, vec([[...name('e'), ...name('m'), 0x02, 0x00, 0x01]])),
     ...section(3, vec([[0], [1]])),
-    ...section(7, vec([[...name('hamming'), 0x00, 0], [...name('dots'), 0x00, 1]])),
-    ...section(10, vec([code([[2, I32], [1, V128]], hammingBody()), code([[3, I32], [2, V128]], dotsBody())])),
+    ...section(7, vec([[...name('weighted'), 0x00, 0], [...name('dots'), 0x00, 1]])),
+    ...section(10, vec([code([[2, I32], [1 + WEIGHT_PLANES, V128]], weightedBody()), code([[3, I32], [2, V128]], dotsBody())])),
   ])
 }
 
@@ -158,15 +172,15 @@ let compiled: object | null = null
 /** One linear memory with the kernels bound to it. Views of `buffer` go stale when `reserve` grows it. */
 export class SimdMemory {
   private readonly memory = new wasm.Memory({ initial: 1 })
-  /** See `hammingBody`. Addresses are byte offsets into this memory. */
-  readonly hamming: (codes: number, query: number, rows: number, blocks: number, out: number) => void
+  /** See `weightedBody`. Addresses are byte offsets into this memory. */
+  readonly weighted: (codes: number, query: number, rows: number, blocks: number, out: number) => void
   /** See `dotsBody`. */
   readonly dots: (data: number, query: number, list: number, count: number, blocks: number, out: number) => void
 
   constructor() {
     compiled ??= new wasm.Module(moduleBytes())
     const exports = new wasm.Instance(compiled, { e: { m: this.memory } }).exports
-    this.hamming = exports.hamming as SimdMemory['hamming']
+    this.weighted = exports.weighted as SimdMemory['weighted']
     this.dots = exports.dots as SimdMemory['dots']
   }
 

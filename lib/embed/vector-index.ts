@@ -17,7 +17,7 @@ export const SHORTLIST_MIN = 2048
 /** Shortlist rows per requested neighbour, when that is more than `SHORTLIST_MIN`. */
 export const SHORTLIST_PER_K = 16
 /** Smallest number of shortlisted rows, best by int8 dot product, re-ranked with the exact cosine. */
-export const RERANK_MIN = 512
+export const RERANK_MIN = 256
 /** Exactly re-ranked rows per requested neighbour, when that is more than `RERANK_MIN`. */
 export const RERANK_PER_K = 4
 

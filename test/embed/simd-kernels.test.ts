@@ -1,12 +1,12 @@
 import t from 'tap'
 import { Int8Rows } from '../../lib/embed/int8-rows.ts'
 import { SignCodes } from '../../lib/embed/sign-codes.ts'
-import { SimdMemory } from '../../lib/embed/simd-kernels.ts'
+import { SimdMemory, WEIGHT_PLANES } from '../../lib/embed/simd-kernels.ts'
 import { mutant } from '../helpers/mutant.ts'
 
 /**
  * The WebAssembly SIMD kernels and the two stages built on them, held to plain-JS references of the
- * same arithmetic: bit distances, the sign-code shortlist's cut, and the int8 ranking. Dimensions
+ * same arithmetic: weighted bit distances, the sign-code shortlist's cut, and the int8 ranking. Dimensions
  * that are not a whole number of SIMD lanes, and memory that grows between queries (so rows land on
  * an earlier query's scratch), are the cases a padding or layout slip would show in.
  */
@@ -27,21 +27,27 @@ const popcount = (x: number) => {
   return c
 }
 
-t.test('hamming and dots match their plain-JS definitions', async (t) => {
+t.test('weighted and dots match their plain-JS definitions', async (t) => {
   const m = new SimdMemory()
   m.reserve(1 << 16)
   const next = rng(1)
   const u8 = new Uint8Array(m.buffer)
   const blocks = 3
+  const stride = (WEIGHT_PLANES + 1) * 16
   for (let i = 0; i < 5 * blocks * 16; i++) u8[i] = Math.floor(next() * 256)
-  for (let i = 0; i < blocks * 16; i++) u8[4096 + i] = Math.floor(next() * 256)
-  m.hamming(0, 4096, 5, blocks, 8192)
+  for (let i = 0; i < blocks * stride; i++) u8[4096 + i] = Math.floor(next() * 256)
+  m.weighted(0, 4096, 5, blocks, 8192)
   const want = Array.from({ length: 5 }, (_, r) => {
     let d = 0
-    for (let i = 0; i < blocks * 16; i++) d += popcount(u8[r * blocks * 16 + i]! ^ u8[4096 + i]!)
+    for (let blk = 0; blk < blocks; blk++) {
+      for (let i = 0; i < 16; i++) {
+        const diff = u8[r * blocks * 16 + blk * 16 + i]! ^ u8[4096 + blk * stride + i]!
+        for (let p = 0; p < WEIGHT_PLANES; p++) d += 2 ** p * popcount(diff & u8[4096 + blk * stride + (p + 1) * 16 + i]!)
+      }
+    }
     return d
   })
-  t.same([...new Int32Array(m.buffer, 8192, 5)], want, 'bit distances')
+  t.same([...new Int32Array(m.buffer, 8192, 5)], want, 'weighted bit distances')
 
   const i8 = new Int8Array(m.buffer)
   const q = new Int16Array(m.buffer, 12288, blocks * 16)
@@ -57,17 +63,22 @@ t.test('hamming and dots match their plain-JS definitions', async (t) => {
   t.same([...new Int32Array(m.buffer, 24576, 3)], [dot(4), dot(0), dot(4)], 'dot products of the listed rows, in list order')
 })
 
-t.test('sign codes: the SIMD shortlist is the plain-JS cut, through growth and padding', async (t) => {
+t.test('sign codes: the SIMD shortlist is the plain-JS weighted cut, through growth and padding', async (t) => {
   const dims = 100
   const data = rows(3000, dims, 2)
-  /** The shortlist by definition: split at the mean of the first `splitRows` rows, `n` rows coded, the cut admitting `pool`. */
+  /**
+   * The shortlist by definition: rows split at the mean of the first `splitRows` rows, `n` rows
+   * coded, a row's distance the sum of the query's 4-bit weights where the row's bit and the
+   * query's sign disagree, the cut admitting `pool`.
+   */
   const reference = (splitRows: number, n: number, query: Float32Array, pool: number) => {
     const sum = new Float64Array(dims)
     for (let r = 0; r < splitRows; r++) for (let i = 0; i < dims; i++) sum[i]! += data[r * dims + i]!
     const mean = Float32Array.from(sum, (x) => x / splitRows)
+    const max = Math.max(...query.map(Math.abs))
     const d = Array.from({ length: n }, (_, r) => {
       let x = 0
-      for (let i = 0; i < dims; i++) if ((data[r * dims + i]! > mean[i]!) !== (query[i]! > mean[i]!)) x++
+      for (let i = 0; i < dims; i++) if ((data[r * dims + i]! > mean[i]!) !== (query[i]! > 0)) x += Math.round(Math.abs(query[i]!) * 15 / max)
       return x
     })
     const cut = [...d].sort((a, b) => a - b)[pool - 1]!
