@@ -1,13 +1,19 @@
 /**
  * `npm run bench:vectors -- [--n 10000,100000] [--dims 512] [--data uniform,topics] [--queries 300]
- *   [--k 100] [--shortlist 1024,2048,4096] [--usearch-dir <dir>] [--hnsw] [--sqlite-vec-dir <dir>] [--json]`
+ *   [--k 100] [--shortlist 1024,4096] [--rerank 1024] [--usearch-dir <dir>] [--hnsw] [--sqlite-vec-dir <dir>] [--json]`
  *
  * Nearest-neighbour search for the vector side of hybrid recall, every candidate side by side in one
  * process on the same vectors (loaded from a real store file) and the same queries:
  * - `exact`: the brute-force cosine scan over one contiguous Float32Array (`VectorIndex.searchExact`),
  *   the baseline every ratio is taken against;
- * - `sign`: what recall uses (`VectorIndex.search`): a shortlist by one-bit sign codes, re-ranked with the
- *   exact cosine (the default shortlist, then each `--shortlist` size);
+ * - `staged`: what recall uses (`VectorIndex.search`): a shortlist by sign codes against the query's
+ *   weighted signs, its best rows by int8 dot product, those re-ranked with the exact cosine (the
+ *   default sizes, then each `--shortlist` size with the default re-rank and each `--rerank` size with
+ *   the default shortlist, as `staged_s<shortlist>_r<rerank>`);
+ * - `sign_exact`: the same shortlist re-ranked exactly with no int8 stage (D14's stages);
+ * - `hamming_pass`: the first stage alone, D14's plain-JS Hamming pass against the SIMD weighted pass:
+ *   CPU time and the share of the exact top 10 on the shortlist;
+ * - `int8_wasm_full`: no codes, the int8 SIMD kernel over every row, its best re-ranked exactly;
  * - `int8_js`: the same scan in plain JS over an Int8Array with integer sums (no re-rank), to show what
  *   int8 buys without SIMD;
  * - with `--usearch-dir` (a folder holding `npm i usearch@2.26.2`; not a dependency of this project):

@@ -8,11 +8,11 @@ import { SignCodes } from './sign-codes.ts'
 const PAGE = 4096
 
 /**
- * From this many vectors on, `search` shortlists by sign codes and re-ranks exactly; below it the
+ * From this many vectors on, `search` is staged (sign codes, int8, exact re-rank); below it the
  * exact scan costs a few ms (≈4 ms at 10k × 512) and is used as it is. Measured in bench:vectors.
  */
 export const APPROXIMATE_FROM = 10_000
-/** Smallest shortlist re-ranked exactly, whatever k (docs/benchmarks.md, "Vectors at 100k"). */
+/** Smallest shortlist by sign code, whatever k (docs/benchmarks.md, "Vectors at 100k"). */
 export const SHORTLIST_MIN = 2048
 /** Shortlist rows per requested neighbour, when that is more than `SHORTLIST_MIN`. */
 export const SHORTLIST_PER_K = 16
@@ -42,9 +42,11 @@ export interface VectorHit {
  * store once and then extended with only the vectors written since (by `seq`). Rows are stored
  * centred when the centroid is in use; a change of that decision, or a forget, reloads the space.
  * Two paths: the exact brute-force scan (`searchExact`; chosen over sqlite-vec by measurement,
- * docs/embeddings.md), and from `APPROXIMATE_FROM` vectors on a shortlist by one-bit sign codes
- * re-ranked with the exact cosine (`search`; chosen over int8 and a native HNSW index by measurement,
- * docs/decisions.md D14). Both live in memory only: nothing outlives a forgotten note's vector row.
+ * docs/embeddings.md), and from `APPROXIMATE_FROM` vectors on a staged search (`search`): a shortlist
+ * by one-bit sign codes against the query's weighted signs, its best rows by int8 dot product, and
+ * those re-ranked with the exact cosine, the first two as WebAssembly SIMD kernels (chosen over a
+ * native HNSW index and over a plain-JS Hamming pass by measurement, docs/decisions.md D14, D15).
+ * All of it lives in memory only: nothing outlives a forgotten note's vector row.
  */
 export class VectorIndex {
   readonly model: string
@@ -144,8 +146,9 @@ export class VectorIndex {
   /**
    * The `k` nearest blocks to a unit query vector that pass `allow` (language, and block id for a
    * scope filter; asked only of rows that would enter the top k), best first. From `approximateFrom`
-   * vectors on, only a shortlist by sign code is scored (at least `shortlistMin`, or 16 per k, rows);
-   * when fewer than `k` shortlisted rows pass `allow` (a narrow scope), the exact scan answers instead.
+   * vectors on, only a shortlist by sign code (at least `shortlistMin`, or 16 per k, rows) is scored
+   * in int8, and only its best (at least `rerankMin`, or 4 per k, rows) by the exact cosine; when
+   * fewer than `k` of those pass `allow` (a narrow scope), the exact scan answers instead.
    */
   search(query: Float32Array, k: number, allow: (lang: string, id: string) => boolean): VectorHit[] {
     if (query.length !== this.dims || k <= 0) return []
