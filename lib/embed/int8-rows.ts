@@ -1,6 +1,6 @@
 import { LANE_BYTES, laneAligned, SimdMemory } from './simd-kernels.ts'
 
-/** The query is scaled to ±this (12 bits): fine enough that the rows' 8 bits dominate the error, small enough that no i32 sum overflows. */
+/** The query is scaled to ±this (12 bits): fine enough that the rows' 8 bits dominate the error. */
 const QUERY_RANGE = 2047
 
 /**
@@ -66,7 +66,9 @@ export class Int8Rows {
     this.simd.reserve(outAt + 4 * count)
     const buffer = this.simd.buffer
     const q = new Int16Array(buffer, queryAt, this.stride)
-    const scale = QUERY_RANGE / largest(query, 0, this.dims)
+    // Narrower for very long vectors, so that no sum of dims × 127 × range leaves an i32.
+    const range = Math.min(QUERY_RANGE, Math.floor(0x7fffffff / (127 * this.stride)))
+    const scale = range / largest(query, 0, this.dims)
     for (let i = 0; i < this.dims; i++) q[i] = Math.round(query[i]! * scale)
     // Row padding may hold an earlier query's scratch; a zero query padding keeps it out of every sum.
     q.fill(0, this.dims)

@@ -19,7 +19,7 @@ const op = {
   loop: [0x03, 0x40], end: [0x0b], brIf: (depth: number) => [0x0d, depth],
   get: (i: number) => [0x20, i], set: (i: number) => [0x21, i], tee: (i: number) => [0x22, i],
   i32Load: [0x28, 2, 0], i32Store: [0x36, 2, 0], i32Const: (n: number) => [0x41, ...sleb(n)],
-  i32Eqz: [0x45], i32Add: [0x6a], i32Sub: [0x6b], i32Mul: [0x6c], i32Shl: [0x74],
+  i32Add: [0x6a], i32Sub: [0x6b], i32Mul: [0x6c], i32Shl: [0x74],
   // SIMD instructions: prefix 0xfd, then the opcode as unsigned LEB128.
   v128Load: (offset: number) => [0xfd, 0x00, 4, ...uleb(offset)],
   v128Zero: [0xfd, 0x0c, ...new Array<number>(16).fill(0)],
@@ -53,7 +53,8 @@ export const WEIGHT_PLANES = 4
  * weighted(codes, query, rows, blocks, out): for each of `rows` codes of `blocks` × 16 bytes from
  * `codes`, Σ_b 2^b · popcount(plane_b AND (code XOR sign)) as an i32 at `out`, where the query holds,
  * per 16-byte block, its sign bits and then its `WEIGHT_PLANES` weight planes (plane b: bit b of each
- * dimension's weight). Rows and blocks ≥ 1.
+ * dimension's weight). Rows and blocks ≥ 1; a plane's i16 lanes gain at most 16 a block, so up to
+ * 4,095 blocks (524,000 dimensions) fit.
  */
 function weightedBody(): number[] {
   const [codes, query, rows, blocks, out, b, qp, diff] = [0, 1, 2, 3, 4, 5, 6, 7]
@@ -189,7 +190,7 @@ export class SimdMemory {
     return this.memory.buffer
   }
 
-  /** Grows the memory (at least doubling) until it holds `bytes`. */
+  /** Grows the memory to hold `bytes`: to twice its size when that is more, but never more than 256 MB beyond `bytes`. */
   reserve(bytes: number): void {
     const have = this.memory.buffer.byteLength
     if (bytes <= have) return

@@ -140,3 +140,24 @@ t.test('int8 rows: the SIMD ranking is the plain-JS int8 ranking, through growth
   const Mutated = (await m.load<typeof import('../../lib/embed/int8-rows.ts')>('embed/int8-rows.ts')).Int8Rows
   t.notSame((await check(Mutated)).late, got.late, 'mutation: a query padding left dirty adds stale scratch to the sums')
 })
+
+t.test('int8 rows: a very long vector cannot overflow the i32 sums', async (t) => {
+  // 16,384 dims of equal magnitude: at the full 12-bit query range the sum would be ≈ 4.3e9.
+  const dims = 16384
+  const data = new Float32Array(3 * dims).map((_, j) => {
+    const r = Math.floor(j / dims)
+    return r === 0 ? 1 : r === 1 ? -1 : (j % 2 === 0 ? 1 : -1)
+  })
+  const query = new Float32Array(dims).fill(1)
+  const best = async (Rows: typeof Int8Rows) => {
+    const int8 = new Rows(dims)
+    int8.sync(data, 3)
+    return [...int8.best(query, Int32Array.from([0, 1, 2]), 1)]
+  }
+  t.same(await best(Int8Rows), [0], 'the row equal to the query ranks first')
+
+  const m = mutant({ file: 'embed/int8-rows.ts', from: 'Math.min(QUERY_RANGE, Math.floor(0x7fffffff / (127 * this.stride)))', to: 'QUERY_RANGE' })
+  t.teardown(() => m.remove())
+  const Mutated = (await m.load<typeof import('../../lib/embed/int8-rows.ts')>('embed/int8-rows.ts')).Int8Rows
+  t.notSame(await best(Mutated), [0], 'mutation: at the full range the sum wraps and another row wins')
+})
