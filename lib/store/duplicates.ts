@@ -1,5 +1,4 @@
 import type { StatementSync } from 'node:sqlite'
-import { nearKey } from '../text/near-key.ts'
 
 /**
  * What commit does with a note that is a near-duplicate of a current one (same `nearKey`):
@@ -10,19 +9,6 @@ export type DuplicatePolicy = 'keep' | 'link' | 'skip'
 
 /** The accepted policy names, for validation. */
 export const DUPLICATE_POLICIES: readonly DuplicatePolicy[] = ['keep', 'link', 'skip']
-
-/**
- * A near-duplicate key as the `near_key` column holds it: the 12 bytes (96 bits) of the digest
- * `nearKey` spells as `nk_` + 24 hex characters, or '' for a text with no key. The same key, less
- * than half the size in the row and in its index (docs/benchmarks.md, "Writes"); never shown.
- */
-export type StoredNearKey = Uint8Array | ''
-
-/** The stored near-duplicate key of a text (see `StoredNearKey`). */
-export function storedNearKey(text: string): StoredNearKey {
-  const key = nearKey(text)
-  return key === '' ? '' : Buffer.from(key.slice(3), 'hex')
-}
 
 /** Rows keyed per statement while filling keys for notes that have none. */
 const BACKFILL_BATCH = 2_000
@@ -40,9 +26,9 @@ export interface NearKeyHost {
  */
 export class NearKeys {
   private readonly host: NearKeyHost
-  private readonly keyOf: (text: string) => StoredNearKey
+  private readonly keyOf: (text: string) => string
 
-  constructor(host: NearKeyHost, keyOf: (text: string) => StoredNearKey) {
+  constructor(host: NearKeyHost, keyOf: (text: string) => string) {
     this.host = host
     this.keyOf = keyOf
   }
@@ -61,7 +47,7 @@ export class NearKeys {
   }
 
   /** The oldest current (not superseded) note with this key other than `id`, if any. */
-  find(key: StoredNearKey, id: string): string | undefined {
+  find(key: string, id: string): string | undefined {
     if (key === '') return undefined
     const row = this.host.stmt('near.find', `SELECT id FROM blocks WHERE near_key = ? AND id <> ? AND superseded_by IS NULL
       ORDER BY rowid LIMIT 1`).get(key, id) as { id: string } | undefined
@@ -76,7 +62,7 @@ export class NearKeys {
   }
 
   /** Stores the key of a note just written. */
-  set(id: string, key: StoredNearKey): void {
+  set(id: string, key: string): void {
     this.host.stmt('near.set', 'UPDATE blocks SET near_key = ? WHERE id = ?').run(key, id)
   }
 }

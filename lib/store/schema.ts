@@ -227,15 +227,6 @@ export const MIGRATIONS: readonly string[] = [
   DROP TRIGGER block_count_delete;
   ${BLOCK_COUNT_DELETE_TRIGGER};
   `,
-  // Writes at the raw floor (docs/benchmarks.md, "Writes"): the near-duplicate key is stored as
-  // the 12 bytes its `nk_` + 24 hex characters spell (`StoredNearKey`, lib/store/duplicates.ts),
-  // the same 96 bits, so the key and its index are less than half the size. Every keyed row is
-  // rewritten; the index is dropped first and built once after, instead of updated row by row.
-  `
-  DROP INDEX blocks_near_key;
-  UPDATE blocks SET near_key = unhex(substr(near_key, 4)) WHERE substr(near_key, 1, 3) = 'nk_';
-  CREATE INDEX blocks_near_key ON blocks(near_key) WHERE near_key IS NOT NULL;
-  `,
 ]
 
 /**

@@ -4,10 +4,11 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { isInvisibleOnly } from '../text/invisible.ts'
+import { nearKey } from '../text/near-key.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
 import { blockId } from './block-id.ts'
 import { BrowseTable } from './browse.ts'
-import { DUPLICATE_POLICIES, NearKeys, storedNearKey, type DuplicatePolicy } from './duplicates.ts'
+import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates.ts'
 import { isBusy } from './failure.ts'
 import { indexColumns } from './fts-columns.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
@@ -160,7 +161,7 @@ export class BlockStore {
     })
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
     this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion(), inTransaction: () => this.db.isTransaction })
-    this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, storedNearKey)
+    this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
     this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql), count: () => this.count() })
   }
 
@@ -194,7 +195,7 @@ export class BlockStore {
       WHERE id = ?5`)
     const index = this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)')
     this.matchCounts.clear()
-    const keys = rows.map((row) => storedNearKey(row.text))
+    const keys = rows.map((row) => nearKey(row.text))
     // The index rows are written after every block row of the batch, not beside each one: FTS5
     // flushes its pending terms to a new segment at every statement savepoint, and each block
     // insert opened one while `block_count` had an insert trigger, and any later trigger would
@@ -619,7 +620,7 @@ export class BlockStore {
     const inserted = insert.get(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt) as { rowid: number } | undefined
     if (inserted) {
       this.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(inserted.rowid, ...indexColumns(row.text))
-      this.nearKeys.set(row.id, storedNearKey(row.text))
+      this.nearKeys.set(row.id, nearKey(row.text))
       this.foldCount()
       this.matchCounts.clear()
       return true

@@ -1,14 +1,11 @@
 /**
  * Near-duplicates at commit: the key treats punctuation, spacing, full-width forms and case as
  * noise and every letter, digit and in-token sign as content (a changed number is never a
- * duplicate; mutation-checked), the three policies do what they say, and keys stored in the
- * older text form are rewritten to the compact one (mutation-checked).
+ * duplicate; mutation-checked), and the three policies do what they say.
  */
 import { DatabaseSync } from 'node:sqlite'
 import t, { type Test } from 'tap'
 import { blockId } from '../../lib/store/block-id.ts'
-import { storedNearKey } from '../../lib/store/duplicates.ts'
-import { MIGRATIONS, migrate } from '../../lib/store/schema.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { nearKey } from '../../lib/text/near-key.ts'
 import { tempStorePath } from '../helpers/harness.ts'
@@ -111,46 +108,4 @@ t.test('notes written without a key (by an older release, another writer) are ke
 
 t.test('an unknown policy is refused when the store opens', async (t) => {
   t.throws(() => new BlockStore(tempStorePath('dup-bad'), { duplicates: 'merge' as never }), { code: 'invalid_input', message: /duplicates must be one of keep, link, skip/ })
-})
-
-/** Builds a file at the version just before the compact near-key migration, with keys as that version wrote them. */
-function fileBeforeCompactKeys(lib: { MIGRATIONS: readonly string[], migrate: (db: DatabaseSync, target?: number) => void }, texts: readonly string[]): string {
-  const step = lib.MIGRATIONS.findIndex((sql) => sql.includes('DROP INDEX blocks_near_key;'))
-  if (step < 0) throw new Error('the compact near-key migration is missing')
-  const path = tempStorePath('dup-textkeys')
-  const db = new DatabaseSync(path)
-  lib.migrate(db, step)
-  for (const text of texts) {
-    db.prepare(`INSERT INTO blocks (id, text, created_at, updated_at, near_key) VALUES (?, ?, 1, 1, ?)`).run(blockId(text), text, nearKey(text))
-  }
-  db.close()
-  return path
-}
-
-t.test('an older file keeps its near-duplicates: the migration turns every text key into the same 12 bytes', async (t) => {
-  const text = 'Backup runs at 02:00 on host db-2.'
-  const path = fileBeforeCompactKeys({ MIGRATIONS, migrate }, [text, '!!! …'])
-  const store = new BlockStore(path)
-  t.teardown(() => store.close())
-  const raw = new DatabaseSync(path, { readOnly: true })
-  const rows = raw.prepare('SELECT text, near_key FROM blocks ORDER BY rowid').all() as Array<{ text: string, near_key: unknown }>
-  raw.close()
-  t.same(Buffer.from(rows[0]!.near_key as Uint8Array), Buffer.from(nearKey(text).slice(3), 'hex'), 'the same 96 bits, as a blob')
-  t.equal(rows[1]!.near_key, '', 'a text without a key keeps none')
-  t.same(storedNearKey('backup runs at 02:00, on host db-2'), rows[0]!.near_key, 'commit computes the stored form')
-  const result = store.commit({ text: 'backup runs at 02:00, on host db-2' })
-  t.equal(result.duplicateOf, blockId(text), 'a near-duplicate of the old note is found')
-  t.same(store.browse.nearDuplicates(result.id), [blockId(text)], 'and named as its near-duplicate')
-  t.same(store.integrityCheck(), ['ok'])
-})
-
-t.test('mutation check: without the rewrite, old notes are never found as near-duplicates', async (t) => {
-  const m = mutant({ file: 'store/schema.ts', from: "UPDATE blocks SET near_key = unhex(substr(near_key, 4)) WHERE substr(near_key, 1, 3) = 'nk_';", to: '' })
-  t.teardown(() => m.remove())
-  const lib = await m.load<{ MIGRATIONS: readonly string[], migrate: (db: DatabaseSync, target?: number) => void }>('store/schema.ts')
-  const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
-  const text = 'Backup runs at 02:00 on host db-2.'
-  const store = new Mutated(fileBeforeCompactKeys(lib, [text]))
-  t.teardown(() => store.close())
-  t.equal(store.commit({ text: 'backup runs at 02:00, on host db-2' }).duplicateOf, undefined, 'the mutant misses the duplicate')
 })
