@@ -72,7 +72,7 @@ function positive(name: 'notes' | 'batch' | 'single' | 'seed'): number {
  */
 function likeTheStore(db: DatabaseSync): void {
   const have = new Set((db.prepare('PRAGMA table_info(b)').all() as Array<{ name: string }>).map((c) => String(c.name)))
-  const columns = ['id TEXT', 'source TEXT', 'scene TEXT', 'semantic_type TEXT', 'created_at INTEGER', 'updated_at INTEGER', 'near_key BLOB', 'layer TEXT']
+  const columns = ['id TEXT', 'source TEXT', 'scene TEXT', 'semantic_type TEXT', 'created_at INTEGER', 'updated_at INTEGER', 'near_key TEXT', 'layer TEXT']
   for (const column of columns) if (!have.has(column.split(' ')[0]!)) db.exec(`ALTER TABLE b ADD COLUMN ${column}`)
   db.exec(`CREATE TABLE IF NOT EXISTS m (block_rowid INTEGER NOT NULL, scope TEXT NOT NULL, created_at INTEGER NOT NULL,
     PRIMARY KEY (block_rowid, scope)) WITHOUT ROWID`)
@@ -127,14 +127,13 @@ try {
     for (let from = 0; from < NOTES; from += BATCH) {
       const now = Date.now()
       floor.exec('BEGIN IMMEDIATE')
-      const to = Math.min(NOTES, from + BATCH)
-      for (let i = from; i < to; i++) {
-        const text = canonicalText(texts[i]!)
-        const key = nearKey(text)
-        insertRow.run(floorSize + i + 1, blockId(text), text, 'bench', now, now, key === '' ? '' : Buffer.from(key.slice(3), 'hex'))
-        insertMember.run(floorSize + i + 1, now)
-      }
-      for (let i = from; i < to; i++) insertFts.run(floorSize + i + 1, ...indexColumns(canonicalText(texts[i]!)))
+      const batch = texts.slice(from, Math.min(NOTES, from + BATCH)).map(canonicalText)
+      // Block rows first, then index rows, as commit orders them.
+      batch.forEach((text, j) => {
+        insertRow.run(floorSize + from + j + 1, blockId(text), text, 'bench', now, now, nearKey(text))
+        insertMember.run(floorSize + from + j + 1, now)
+      })
+      batch.forEach((text, j) => insertFts.run(floorSize + from + j + 1, ...indexColumns(text)))
       floor.exec('COMMIT')
     }
   })
