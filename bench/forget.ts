@@ -1,5 +1,5 @@
 /**
- * `npm run bench:forget -- [--blocks 100000] [--forget 10000] [--single 20] [--batch 300] [--commit-blocks 20000] [--baseline-lib <dir>] [--json]`
+ * `npm run bench:forget -- [--blocks 100000] [--forget 10000] [--single 20] [--batch 300] [--commit-blocks 20000] [--baseline-lib <dir>] [--no-candidates] [--json]`
  *
  * What forgetting costs and what it leaves, at N blocks (seeded synthetic corpus, bench/corpus.ts),
  * all in one run, each time as wall and CPU time (`process.cpuUsage`; under load CPU time is close
@@ -13,6 +13,9 @@
  *    10,000 at 100k; the rewrite way); with `--baseline-lib <dir>` (the `lib/` of another commit,
  *    e.g. `git archive <commit> lib | tar -x -C .cache/baseline`), first the same forget by that
  *    code on a byte-identical copy of the store, as the baseline of the same run (ratio);
+ *    4b. before it, the index's share of that forget for several index designs side by side, each
+ *    on its own copy, against this code's way in the same run (bench/forget-index.ts; off with
+ *    `--no-candidates`);
  * 5. recall latency p50/p99 over the same queries before and after the large deletion (ratio);
  * 6. the file size after `vacuum` against a fresh import of the remaining notes into a new file
  *    (also vacuumed, so both are compact), as a ratio;
@@ -29,6 +32,7 @@ import { parseArgs } from 'node:util'
 import { DatabaseSync } from 'node:sqlite'
 import { recallBlocks } from '../lib/recall/recall.ts'
 import { indexDeletion } from '../lib/store/forget.ts'
+import { measureCandidates, type CandidateResult } from './forget-index.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { exportJsonl, importJsonl } from '../lib/store/transfer.ts'
 import { QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
@@ -44,8 +48,10 @@ const { values: args } = parseArgs({
     queries: { type: 'string', default: '300' },
     seed: { type: 'string', default: '20261130' },
     'baseline-lib': { type: 'string' },
+    candidates: { type: 'boolean', default: true },
     json: { type: 'boolean', default: false },
   },
+  allowNegative: true,
 })
 const positive = (name: 'blocks' | 'forget' | 'single' | 'batch' | 'commit-blocks' | 'queries' | 'seed'): number => {
   const value = Number(args[name])
@@ -141,6 +147,13 @@ const batchWay = indexDeletion(batchIds.length, store.count())
 const batch = perNote(timed(() => { store.forget(batchIds) }), batchIds.length)
 log(`${batch.notes} ids in one call (${batchWay}): ${round(batch.wall_ms_per_note * batch.notes, 0)} ms wall, ${round(batch.cpu_ms_per_note * batch.notes, 0)} ms CPU`)
 
+// 4b. The index's share of the large forget, index designs side by side on copies (the WAL is empty after every forget).
+let candidates: CandidateResult[] = []
+if (args.candidates) {
+  candidates = measureCandidates(path, 'doomed')
+  for (const c of candidates) log(`index candidate ${c.name}: ${c.cpu_ms} ms CPU (${c.cpu_ratio}× this code), ${c.wall_ms} ms wall; bytes gone ${c.bytes_gone}, phrase queries ${c.phrase_queries}`)
+}
+
 // 4. The large forget by filter: first by the baseline's code on a copy (the WAL is empty after every forget), then by this code.
 const filterWay = indexDeletion(FORGET, store.count())
 let baselineFilter: { wall_ms: number, cpu_ms: number, lib: string } | undefined
@@ -224,6 +237,7 @@ const out = {
     baseline_forget_filter: { wall_ms: Math.round(baselineFilter.wall_ms), cpu_ms: Math.round(baselineFilter.cpu_ms), lib: baselineFilter.lib },
     forget_filter_cpu_ratio_vs_baseline: round(filter.cpu_ms / baselineFilter.cpu_ms, 3),
   }),
+  ...(candidates.length === 0 ? {} : { index_candidates: candidates.map(({ note: _note, ...c }) => c) }),
   single_id: single,
   baseline_single_with_rewrite: baseline,
   single_speedup_cpu: round(baseline.cpu_ms_per_note / single.cpu_ms_per_note, 1),
