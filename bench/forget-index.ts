@@ -1,6 +1,7 @@
 /**
  * The full-text index's share of a large forget, measured for several index designs side by side
- * on byte-identical copies of one store (bench/forget.ts, step 4b). Only the index work differs
+ * on copies of one store (bench/forget.ts, step 4b), each rebuilt in its design and vacuumed
+ * before the clock starts, so the candidates start from the same kind of file. Only the index work differs
  * between the ways forget could remove a batch of notes' entries, so each candidate runs exactly
  * that work, the commit and the TRUNCATE checkpoint on its own copy, and is reported against the
  * current way (`rewrite`) in the same run. Each candidate also states whether it keeps forget's
@@ -36,11 +37,11 @@ function deleteNamed(db: DatabaseSync, rows: ReadonlyArray<{ rid: number, text: 
 const TOKENIZE = "tokenize = 'porter unicode61 remove_diacritics 2'"
 const COLUMNS = 'stablemem_fts_latin(text), stablemem_fts_cjk(text)'
 
-/** The candidates, the current way first (the baseline of the ratios). */
+/** The candidates, the previous code's way first (the baseline of the ratios). */
 export const CANDIDATES: readonly Candidate[] = [
   {
-    name: 'rewrite',
-    note: 'this code: secure-delete off, a delete per note naming its columns, then the whole-index rewrite (optimize)',
+    name: 'rewrite_automerge',
+    note: 'the previous code: secure-delete off, a delete per note naming its columns, then the whole-index rewrite (optimize)',
     remove(db, rows) {
       option(db, 'secure-delete', 0)
       option(db, 'hashsize', 256 << 20)
@@ -51,8 +52,8 @@ export const CANDIDATES: readonly Candidate[] = [
     },
   },
   {
-    name: 'rewrite_no_automerge',
-    note: 'the same with automerge off for the transaction (the flush of the deletes then merges nothing before the rewrite)',
+    name: 'rewrite',
+    note: 'this code: the same with automerge off until the rewrite (the flush of the deletes merges no segment the rewrite then rewrites again)',
     remove(db, rows) {
       option(db, 'secure-delete', 0)
       option(db, 'hashsize', 256 << 20)
@@ -117,7 +118,7 @@ export interface CandidateResult {
   /** The index work, the commit and the checkpoint, in ms. */
   cpu_ms: number
   wall_ms: number
-  /** CPU against the first candidate (this code) in the same run. */
+  /** CPU against the first candidate (the previous code's way) in the same run. */
   cpu_ratio: number
   /** No sentinel term of a forgotten note is left in the file or WAL after the checkpoint. */
   bytes_gone: boolean
@@ -151,9 +152,12 @@ export function measureCandidates(path: string, scene: string): CandidateResult[
         db.exec(`BEGIN; DROP TABLE blocks_fts; ${candidate.index};`)
         if (!candidate.index.includes('content_rowid')) db.exec(`INSERT INTO blocks_fts (rowid, latin, cjk) SELECT rowid, ${COLUMNS} FROM blocks`)
         else db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('rebuild')")
-        db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize'); COMMIT; VACUUM")
-        db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get()
+        db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize'); COMMIT")
       }
+      // Every copy is compacted, so each candidate starts from the same kind of file (a rebuilt
+      // index would otherwise sit in the pages the old one freed).
+      db.exec('VACUUM')
+      db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get()
       const rows = db.prepare('SELECT rowid AS rid, text FROM blocks WHERE scene = ? ORDER BY rowid').all(scene) as Array<{ rid: number, text: string }>
       const top = Number((db.prepare('SELECT max(rowid) AS m FROM blocks').get() as { m: number }).m)
       const sentinels = Array.from({ length: SENTINEL_ROWS }, (_, i) => ({ rid: top + 1 + i, text: SENTINEL_TEXT }))

@@ -14,8 +14,8 @@
  *    e.g. `git archive <commit> lib | tar -x -C .cache/baseline`), first the same forget by that
  *    code on a byte-identical copy of the store, as the baseline of the same run (ratio);
  *    4b. before it, the index's share of that forget for several index designs side by side, each
- *    on its own copy, against this code's way in the same run (bench/forget-index.ts; off with
- *    `--no-candidates`);
+ *    on its own copy of the store as the commits left it (before steps 1–3), against the previous
+ *    code's way in the same run (bench/forget-index.ts; off with `--no-candidates`);
  * 5. recall latency p50/p99 over the same queries before and after the large deletion (ratio);
  * 6. the file size after `vacuum` against a fresh import of the remaining notes into a new file
  *    (also vacuumed, so both are compact), as a ratio;
@@ -92,6 +92,14 @@ for (let from = 0; from < N; from += 1000) {
   store.commitMany(batch)
 }
 log(`committed ${store.count()} blocks in ${Math.round(nowMs() - t0)} ms`)
+// The store as commits left it (its index in several segments), for the index candidates (4b).
+const committed = join(dir, 'committed.db')
+if (args.candidates) {
+  const checkpointer = new DatabaseSync(path)
+  checkpointer.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get()
+  checkpointer.close()
+  copyFileSync(path, committed)
+}
 
 const queries: string[] = []
 for (let q = 0; q < QUERIES; q++) queries.push(gen.query(QUERY_KINDS[q % QUERY_KINDS.length] as QueryKind, Math.floor((q * 7_654_321) % N)))
@@ -147,11 +155,11 @@ const batchWay = indexDeletion(batchIds.length, store.count())
 const batch = perNote(timed(() => { store.forget(batchIds) }), batchIds.length)
 log(`${batch.notes} ids in one call (${batchWay}): ${round(batch.wall_ms_per_note * batch.notes, 0)} ms wall, ${round(batch.cpu_ms_per_note * batch.notes, 0)} ms CPU`)
 
-// 4b. The index's share of the large forget, index designs side by side on copies (the WAL is empty after every forget).
+// 4b. The index's share of the large forget, index designs side by side on copies of the store as committed.
 let candidates: CandidateResult[] = []
 if (args.candidates) {
-  candidates = measureCandidates(path, 'doomed')
-  for (const c of candidates) log(`index candidate ${c.name}: ${c.cpu_ms} ms CPU (${c.cpu_ratio}× this code), ${c.wall_ms} ms wall; bytes gone ${c.bytes_gone}, phrase queries ${c.phrase_queries}`)
+  candidates = measureCandidates(committed, 'doomed')
+  for (const c of candidates) log(`index candidate ${c.name}: ${c.cpu_ms} ms CPU (${c.cpu_ratio}× the previous way), ${c.wall_ms} ms wall; bytes gone ${c.bytes_gone}, phrase queries ${c.phrase_queries}`)
 }
 
 // 4. The large forget by filter: first by the baseline's code on a copy (the WAL is empty after every forget), then by this code.
