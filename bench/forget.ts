@@ -14,8 +14,9 @@
  *    e.g. `git archive <commit> lib | tar -x -C .cache/baseline`), first the same forget by that
  *    code on a byte-identical copy of the store, as the baseline of the same run (ratio);
  *    4b. before it, the index's share of that forget for several index designs side by side, each
- *    on its own copy of the store as the commits left it (before steps 1–3), against the previous
- *    code's way in the same run (bench/forget-index.ts; off with `--no-candidates`);
+ *    on its own copy of the store as the commits left it (before steps 1–3): this code against the
+ *    previous code's way, and the other designs (rebuilt, so merged) against this code on a merged
+ *    index, in the same run (bench/forget-index.ts; off with `--no-candidates`);
  * 5. recall latency p50/p99 over the same queries before and after the large deletion (ratio);
  * 6. the file size after `vacuum` against a fresh import of the remaining notes into a new file
  *    (also vacuumed, so both are compact), as a ratio;
@@ -159,7 +160,7 @@ log(`${batch.notes} ids in one call (${batchWay}): ${round(batch.wall_ms_per_not
 let candidates: CandidateResult[] = []
 if (args.candidates) {
   candidates = measureCandidates(committed, 'doomed')
-  for (const c of candidates) log(`index candidate ${c.name}: ${c.cpu_ms} ms CPU (${c.cpu_ratio}× the previous way), ${c.wall_ms} ms wall; bytes gone ${c.bytes_gone}, phrase queries ${c.phrase_queries}`)
+  for (const c of candidates) log(`index candidate ${c.name}: ${c.cpu_ms} ms CPU (${c.cpu_ratio}× ${c.baseline}), ${c.wall_ms} ms wall; bytes gone ${c.bytes_gone}, phrase queries ${c.phrase_queries}`)
 }
 
 // 4. The large forget by filter: first by the baseline's code on a copy (the WAL is empty after every forget), then by this code.
