@@ -3,7 +3,7 @@
  * turn's keys match and whether a scene holds notes at all, is read again when it may be stale:
  * when another connection wrote the file (`data_version`) and when a transaction of this one
  * rolled back (a scene it was told of may be gone, and its id taken by another). Notes attached
- * by this connection mark their scene. Each guard has a mutation check that turns its test red.
+ * by this connection mark their scene, and a key `dedupe` renames is read under its new spelling. Each guard has a mutation check that turns its test red.
  * Also: the fast path of `normalizeSceneKey` gives what the full normalisation gives.
  */
 import t from 'tap'
@@ -73,12 +73,32 @@ function ownRef(lib: Store): string[] {
   }
 }
 
+/** A scene row an older writer left un-normalised, with a note: `dedupe` renames it (nothing to merge with). */
+function afterRename(lib: Store): string[] {
+  const store = new lib.BlockStore(tempStorePath('scene-cache-rename'))
+  try {
+    const note = store.commit({ text: 'mail: sign with the team name' })
+    const raw = (store as unknown as { stmt(k: string, s: string): { run(...a: unknown[]): unknown } })
+    raw.stmt('t.raw', "INSERT INTO scenes (key, origin, strength, created_at, updated_at) VALUES ('Chan:Mail', 'declared', 1, 1, 1)").run()
+    raw.stmt('t.rawRef', "INSERT INTO scene_refs (scene_id, block_id, weight, decayed_at, created_at) SELECT id, ?, 1, 1, 1 FROM scenes WHERE key = 'Chan:Mail'").run(note.id)
+    store.scenes.attached(['chan:mail'], undefined, 3) // the cache is read, with the old spelling
+    store.scenes.dedupe()
+    return store.scenes.attached(['chan:mail'], undefined, 3).map((r) => r.text)
+  } finally {
+    store.close()
+  }
+}
+
 t.test('another connection\'s note, on a known scene and on a scene new to this one, is read', async (t) => {
   t.same(foreignRef(storeModule), ['ops group: answer in plain text', 'ops oncall rota lives in the wiki'])
 })
 
 t.test('a rolled-back scene matches nothing, even when its id is taken again', async (t) => {
   t.same(afterRollback(storeModule), [])
+})
+
+t.test('a key renamed by dedupe is read under its new spelling', async (t) => {
+  t.same(afterRename(storeModule), ['mail: sign with the team name'])
 })
 
 t.test('a note this connection attaches is read at once', async (t) => {
@@ -90,6 +110,7 @@ t.test('mutations: without each guard the cache answers from stale keys', async 
     ['no data_version check', { file: 'store/scenes.ts', from: 'this.cache.version === version && ', to: '' }, foreignRef, ['ops group: answer in plain text', 'ops oncall rota lives in the wiki']],
     ['no rollback check', { file: 'store/scenes.ts', from: ' && this.cache.rollbacks === rollbacks', to: '' }, afterRollback, []],
     ['own refs not marked', { file: 'store/scenes.ts', from: '    this.cache?.keys.markRefs(key)\n', to: '' }, ownRef, ['dev group: reviews before noon']],
+    ['a rename alone does not refresh', { file: 'store/scenes.ts', from: 'if (merged + renamed > 0) this.invalidate()', to: 'if (merged > 0) this.invalidate()' }, afterRename, ['mail: sign with the team name']],
   ]
   for (const [name, edit, run, expected] of cases) {
     const m = mutant(edit)
