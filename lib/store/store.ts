@@ -112,6 +112,8 @@ export class BlockStore {
   private readonly createdWalFiles: boolean
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
+  /** Transactions and savepoints that rolled back (the scene cache reads again after one: `SceneTableDeps.rollbacks`). */
+  private rollbacks = 0
   /** The supersede chain's view of this store (`supersede.ts`). */
   private readonly chain: ChainAccess = { stmt: (key, sql) => this.stmt(key, sql) }
   private readonly matchCounts = new Map<string, number>()
@@ -159,8 +161,8 @@ export class BlockStore {
       stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(),
       commitMany: (inputs, createdAs) => this.commitMany(inputs, createdAs), link: (edge) => this.link(edge),
     })
-    this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
-    this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion(), inTransaction: () => this.db.isTransaction })
+    this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), count: () => this.count() })
+    this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion(), inTransaction: () => this.db.isTransaction, rollbacks: () => this.rollbacks })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
     this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql), count: () => this.count() })
   }
@@ -503,6 +505,7 @@ export class BlockStore {
   private foldCount(): void {
     this.stmt('foldCount', `UPDATE block_count SET n = n + (SELECT count(*) FROM blocks WHERE rowid > mark),
       mark = max(mark, coalesce((SELECT max(rowid) FROM blocks), 0))`).run()
+    this.scopes.foldCounts() // the notes per scope, kept the same way (lib/store/scope-counts.ts)
   }
 
   /** Runs SQLite's integrity check; `['ok']` when the file is sound. */
@@ -543,6 +546,7 @@ export class BlockStore {
       return result
     } catch (error) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK')
+      this.rollbacks++
       throw error
     }
   }
@@ -650,6 +654,7 @@ export class BlockStore {
     } catch (error) {
       this.db.exec('ROLLBACK TO stablemem_line')
       this.db.exec('RELEASE stablemem_line')
+      this.rollbacks++
       throw error
     }
   }
