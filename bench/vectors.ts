@@ -1,13 +1,19 @@
 /**
  * `npm run bench:vectors -- [--n 10000,100000] [--dims 512] [--data uniform,topics] [--queries 300]
- *   [--k 100] [--shortlist 1024,2048,4096] [--usearch-dir <dir>] [--hnsw] [--sqlite-vec-dir <dir>] [--json]`
+ *   [--k 100] [--shortlist 1024,4096] [--rerank 1024] [--usearch-dir <dir>] [--hnsw] [--sqlite-vec-dir <dir>] [--json]`
  *
  * Nearest-neighbour search for the vector side of hybrid recall, every candidate side by side in one
  * process on the same vectors (loaded from a real store file) and the same queries:
  * - `exact`: the brute-force cosine scan over one contiguous Float32Array (`VectorIndex.searchExact`),
  *   the baseline every ratio is taken against;
- * - `sign`: what recall uses (`VectorIndex.search`): a shortlist by one-bit sign codes, re-ranked with the
- *   exact cosine (the default shortlist, then each `--shortlist` size);
+ * - `staged`: what recall uses (`VectorIndex.search`): a shortlist by sign codes against the query's
+ *   weighted signs, its best rows by int8 dot product, those re-ranked with the exact cosine (the
+ *   default sizes, then each `--shortlist` size with the default re-rank and each `--rerank` size with
+ *   the default shortlist, as `staged_s<shortlist>_r<rerank>`);
+ * - `sign_exact`: the same shortlist re-ranked exactly with no int8 stage (D14's stages);
+ * - `hamming_pass`: the first stage alone, D14's plain-JS Hamming pass against the SIMD weighted pass:
+ *   CPU time and the share of the exact top 10 on the shortlist;
+ * - `int8_wasm_full`: no codes, the int8 SIMD kernel over every row, its best re-ranked exactly;
  * - `int8_js`: the same scan in plain JS over an Int8Array with integer sums (no re-rank), to show what
  *   int8 buys without SIMD;
  * - with `--usearch-dir` (a folder holding `npm i usearch@2.26.2`; not a dependency of this project):
@@ -29,7 +35,9 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { DatabaseSync } from 'node:sqlite'
 import { toBlob } from '../lib/embed/vector.ts'
-import { SHORTLIST_MIN, VectorIndex } from '../lib/embed/vector-index.ts'
+import { Int8Rows } from '../lib/embed/int8-rows.ts'
+import { SignCodes } from '../lib/embed/sign-codes.ts'
+import { RERANK_MIN, RERANK_PER_K, SHORTLIST_MIN, SHORTLIST_PER_K, VectorIndex } from '../lib/embed/vector-index.ts'
 import { BlockStore } from '../lib/store/store.ts'
 
 interface Args {
@@ -39,13 +47,14 @@ interface Args {
   queries: number
   k: number
   shortlists: number[]
+  reranks: number[]
   usearchDir: string
   hnsw: boolean
   vecDir: string
 }
 
 function args(): Args {
-  const out: Args = { ns: [10_000, 100_000], dims: [512], data: ['uniform', 'topics'], queries: 300, k: 100, shortlists: [1024, 4096], usearchDir: '', hnsw: false, vecDir: '' }
+  const out: Args = { ns: [10_000, 100_000], dims: [512], data: ['uniform', 'topics'], queries: 300, k: 100, shortlists: [1024, 4096], reranks: [1024], usearchDir: '', hnsw: false, vecDir: '' }
   const argv = process.argv.slice(2)
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i + 1] ?? ''
@@ -54,7 +63,8 @@ function args(): Args {
     else if (argv[i] === '--data') { out.data = v.split(','); i++ }
     else if (argv[i] === '--queries') { out.queries = Number(v); i++ }
     else if (argv[i] === '--k') { out.k = Number(v); i++ }
-    else if (argv[i] === '--shortlist') { out.shortlists = v.split(',').map(Number); i++ }
+    else if (argv[i] === '--shortlist') { out.shortlists = v.split(',').filter(Boolean).map(Number); i++ }
+    else if (argv[i] === '--rerank') { out.reranks = v.split(',').filter(Boolean).map(Number); i++ }
     else if (argv[i] === '--usearch-dir') { out.usearchDir = v; i++ }
     else if (argv[i] === '--hnsw') out.hnsw = true
     else if (argv[i] === '--sqlite-vec-dir') { out.vecDir = v; i++ }
@@ -167,7 +177,7 @@ async function main(): Promise<void> {
       }
     }
   }
-  process.stdout.write(`${JSON.stringify({ k: a.k, queries: a.queries, shortlist_default: SHORTLIST_MIN, load_start: loadStart, load_end: loadavg()[0], results })}\n`)
+  process.stdout.write(`${JSON.stringify({ k: a.k, queries: a.queries, shortlist_default: SHORTLIST_MIN, rerank_default: RERANK_MIN, load_start: loadStart, load_end: loadavg()[0], results })}\n`)
 }
 
 function runCell(a: Args, kind: string, n: number, dims: number): Record<string, unknown> {
@@ -206,24 +216,135 @@ function runCell(a: Args, kind: string, n: number, dims: number): Record<string,
   const cell: Cell = { vectors, qs, k, exact, exactCpuP99: quantiles(exactT.cpu).p99 }
   const out: Record<string, unknown> = {
     n, dims, data: kind, load_ms: Math.round(loadMs), index_mb: Math.round(n * dims * 4 / 1e5) / 10,
-    sign_codes_mb: Math.round(n * Math.ceil(dims / 32) * 4 / 1e5) / 10, first_query_cpu_ms: Math.round(codesT.cpu[0]!), load_avg: loadavg()[0],
+    sign_codes_mb: Math.round(n * Math.ceil(dims / 128) * 16 / 1e5) / 10, int8_mb: Math.round(n * Math.ceil(dims / 16) * 16 / 1e5) / 10, first_query_cpu_ms: Math.round(codesT.cpu[0]!), load_avg: loadavg()[0],
     exact: { ...summary(exactT), recall_at_10: 1, recall_at_k: 1 },
   }
-  const signT = timed()
-  out.sign = candidate(cell, signT, qs.map((q) => rowsOf(measure(signT, () => index.search(q, k, allow)))), { shortlist: Math.max(SHORTLIST_MIN, 16 * k) })
-  for (const size of a.shortlists) {
-    const variant = new VectorIndex('bench', dims, { approximateFrom: 0, shortlistMin: size })
+  const shortlist = Math.max(SHORTLIST_MIN, SHORTLIST_PER_K * k)
+  const rerank = Math.max(RERANK_MIN, RERANK_PER_K * k)
+  const stagedT = timed()
+  out.staged = candidate(cell, stagedT, qs.map((q) => rowsOf(measure(stagedT, () => index.search(q, k, allow)))), { shortlist, rerank })
+  const variants = [...a.shortlists.map((s) => [s, rerank]), ...a.reranks.map((r) => [shortlist, r])]
+  for (const [s, r] of variants) {
+    const variant = new VectorIndex('bench', dims, { approximateFrom: 0, shortlistMin: s, rerankMin: r })
     variant.refresh(store)
     variant.search(qs[0]!, k, allow)
     const t = timed()
-    out[`sign_${size}`] = candidate(cell, t, qs.map((q) => rowsOf(measure(t, () => variant.search(q, k, allow)))), { shortlist: Math.max(size, 16 * k) })
+    out[`staged_s${s}_r${r}`] = candidate(cell, t, qs.map((q) => rowsOf(measure(t, () => variant.search(q, k, allow)))), { shortlist: Math.max(s!, SHORTLIST_PER_K * k), rerank: Math.max(r!, RERANK_PER_K * k) })
   }
+  // The previous default's stages (sign codes, then the exact cosine of the whole shortlist), on the SIMD codes.
+  const signOnly = new VectorIndex('bench', dims, { approximateFrom: 0, shortlistMin: SHORTLIST_MIN, rerankMin: Number.MAX_SAFE_INTEGER })
+  signOnly.refresh(store)
+  signOnly.search(qs[0]!, k, allow)
+  const signT = timed()
+  out.sign_exact = candidate(cell, signT, qs.map((q) => rowsOf(measure(signT, () => signOnly.search(q, k, allow)))), { shortlist })
+  out.int8_wasm_full = int8WasmFull(cell, rerank)
+  out.hamming_pass = hammingPass(cell, shortlist)
   store.close()
   out.int8_js = int8Js(cell)
   if (a.usearchDir !== '') Object.assign(out, usearch(a, cell, dims))
   if (a.vecDir !== '') out.sqlite_vec = sqliteVec(a.vecDir, dir, cell, dims)
   rmSync(dir, { recursive: true, force: true })
   return out
+}
+
+/** Rows in `rows` re-ranked by the exact dot product: the top k, best first. */
+function exactTop(cell: Cell, q: Float32Array, rows: Int32Array): number[] {
+  const scored = Array.from(rows, (r) => {
+    const v = cell.vectors[r]!
+    let s = 0
+    for (let i = 0; i < v.length; i++) s += v[i]! * q[i]!
+    return { r, s }
+  })
+  return scored.sort((x, y) => y.s - x.s).slice(0, cell.k).map((h) => h.r)
+}
+
+function packed(cell: Cell): Float32Array {
+  const dims = cell.vectors[0]!.length
+  const data = new Float32Array(cell.vectors.length * dims)
+  cell.vectors.forEach((v, r) => data.set(v, r * dims))
+  return data
+}
+
+/** No sign codes: the int8 kernel over every row, its best `rerank` re-ranked exactly. */
+function int8WasmFull(cell: Cell, rerank: number): Record<string, unknown> {
+  const rows = new Int8Rows(cell.vectors[0]!.length)
+  rows.sync(packed(cell), cell.vectors.length)
+  const all = Int32Array.from({ length: cell.vectors.length }, (_, r) => r)
+  const stage = timed()
+  const t = timed()
+  const got = cell.qs.map((q) => measure(t, () => exactTop(cell, q, measure(stage, () => rows.best(q, all, rerank)))))
+  const s = summary(stage)
+  return candidate(cell, t, got, { rerank, int8_stage_cpu_p50_ms: s.cpu_p50_ms, int8_stage_cpu_p99_ms: s.cpu_p99_ms })
+}
+
+/**
+ * The first stage alone over every code, for the same queries: the previous plain-JS Hamming pass
+ * (32-bit words, SWAR popcount, the query reduced to its own sign code) against `SignCodes.nearest`
+ * (the query's signs and 4-bit weights, the WebAssembly kernel, the histogram cut). `recall_at_10`
+ * here is the share of the exact top 10 on the shortlist: the ceiling for everything after it.
+ */
+function hammingPass(cell: Cell, shortlist: number): Record<string, unknown> {
+  const dims = cell.vectors[0]!.length
+  const n = cell.vectors.length
+  const codes = new SignCodes(dims)
+  codes.sync(packed(cell), n)
+  const words = Math.ceil(dims / 32)
+  const mean = new Float64Array(dims)
+  for (const v of cell.vectors) for (let i = 0; i < dims; i++) mean[i]! += v[i]! / n
+  const encode = (v: Float32Array, out: Int32Array, at: number) => {
+    for (let i = 0; i < dims; i++) if (v[i]! > Math.fround(mean[i]!)) out[at + (i >> 5)]! |= 1 << (i & 31)
+  }
+  const js = new Int32Array(n * words)
+  cell.vectors.forEach((v, r) => encode(v, js, r * words))
+  const distances = new Uint32Array(n)
+  const jsPass = (query: Float32Array): Int32Array => {
+    const q = new Int32Array(words)
+    encode(query, q, 0)
+    const histogram = new Int32Array(dims + 1)
+    for (let r = 0, o = 0; r < n; r++, o += words) {
+      let d = 0
+      for (let w0 = 0; w0 < words; w0 += 31) {
+        let bytes = 0
+        const end = Math.min(words, w0 + 31)
+        for (let w = w0; w < end; w++) {
+          let x = js[o + w]! ^ q[w]!
+          x -= (x >>> 1) & 0x55555555
+          x = (x & 0x33333333) + ((x >>> 2) & 0x33333333)
+          bytes += (x + (x >>> 4)) & 0x0f0f0f0f
+        }
+        const halves = (bytes & 0x00ff00ff) + ((bytes >>> 8) & 0x00ff00ff)
+        d += (halves & 0xffff) + (halves >>> 16)
+      }
+      distances[r] = d
+      histogram[d]!++
+    }
+    let cut = 0
+    for (let taken = histogram[0]!; taken < shortlist && cut < dims; taken += histogram[++cut]!);
+    const out: number[] = []
+    for (let r = 0; r < n; r++) if (distances[r]! <= cut) out.push(r)
+    return Int32Array.from(out)
+  }
+  const jsT = timed()
+  const simdT = timed()
+  const contained = (rows: Int32Array, q: number) => {
+    const on = new Set(rows)
+    return cell.exact[q]!.slice(0, 10).filter((r) => on.has(r)).length
+  }
+  let jsHits = 0
+  let simdHits = 0
+  cell.qs.forEach((q, i) => {
+    jsHits += contained(measure(jsT, () => jsPass(q)), i)
+    simdHits += contained(measure(simdT, () => codes.nearest(q, shortlist)), i)
+  })
+  const j = summary(jsT)
+  const w = summary(simdT)
+  const share = (hits: number) => Math.round(hits / (10 * cell.qs.length) * 10000) / 10000
+  return {
+    shortlist,
+    js_hamming: { cpu_p50_ms: j.cpu_p50_ms, cpu_p99_ms: j.cpu_p99_ms, recall_at_10: share(jsHits) },
+    simd_weighted: { cpu_p50_ms: w.cpu_p50_ms, cpu_p99_ms: w.cpu_p99_ms, recall_at_10: share(simdHits) },
+    cpu_p99_ratio: Math.round(w.cpu_p99_ms! / j.cpu_p99_ms! * 1000) / 1000,
+  }
 }
 
 /** The scan in plain JS over int8 rows (scale 127 / largest component), integer sums, top k by that score. */

@@ -1,20 +1,25 @@
 import type { BlockStore } from '../store/store.ts'
 import type { StoredVector } from '../store/vectors.ts'
 import { centre, usableCentroid } from './centroid.ts'
+import { Int8Rows } from './int8-rows.ts'
 import { SignCodes } from './sign-codes.ts'
 
 /** Rows read per query while loading. */
 const PAGE = 4096
 
 /**
- * From this many vectors on, `search` shortlists by sign codes and re-ranks exactly; below it the
+ * From this many vectors on, `search` is staged (sign codes, int8, exact re-rank); below it the
  * exact scan costs a few ms (≈4 ms at 10k × 512) and is used as it is. Measured in bench:vectors.
  */
 export const APPROXIMATE_FROM = 10_000
-/** Smallest shortlist re-ranked exactly, whatever k (docs/benchmarks.md, "Vectors at 100k"). */
+/** Smallest shortlist by sign code, whatever k (docs/benchmarks.md, "Vectors at 100k"). */
 export const SHORTLIST_MIN = 2048
 /** Shortlist rows per requested neighbour, when that is more than `SHORTLIST_MIN`. */
 export const SHORTLIST_PER_K = 16
+/** Smallest number of shortlisted rows, best by int8 dot product, re-ranked with the exact cosine. */
+export const RERANK_MIN = 256
+/** Exactly re-ranked rows per requested neighbour, when that is more than `RERANK_MIN`. */
+export const RERANK_PER_K = 4
 
 /** How one index searches; the defaults are the measured choice. */
 export interface VectorIndexOptions {
@@ -22,6 +27,8 @@ export interface VectorIndexOptions {
   approximateFrom?: number
   /** Smallest shortlist (default `SHORTLIST_MIN`). */
   shortlistMin?: number
+  /** Smallest exact re-rank (default `RERANK_MIN`). */
+  rerankMin?: number
 }
 
 /** A nearest-neighbour hit: block id and cosine (centred when the centroid is in use). */
@@ -35,9 +42,11 @@ export interface VectorHit {
  * store once and then extended with only the vectors written since (by `seq`). Rows are stored
  * centred when the centroid is in use; a change of that decision, or a forget, reloads the space.
  * Two paths: the exact brute-force scan (`searchExact`; chosen over sqlite-vec by measurement,
- * docs/embeddings.md), and from `APPROXIMATE_FROM` vectors on a shortlist by one-bit sign codes
- * re-ranked with the exact cosine (`search`; chosen over int8 and a native HNSW index by measurement,
- * docs/decisions.md D14). Both live in memory only: nothing outlives a forgotten note's vector row.
+ * docs/embeddings.md), and from `APPROXIMATE_FROM` vectors on a staged search (`search`): a shortlist
+ * by one-bit sign codes against the query's weighted signs, its best rows by int8 dot product, and
+ * those re-ranked with the exact cosine, the first two as WebAssembly SIMD kernels (chosen over a
+ * native HNSW index and over a plain-JS Hamming pass by measurement, docs/decisions.md D14, D15).
+ * All of it lives in memory only: nothing outlives a forgotten note's vector row.
  */
 export class VectorIndex {
   readonly model: string
@@ -50,15 +59,19 @@ export class VectorIndex {
   private centroid: Float32Array | null = null
   private forgetEpoch = 0
   private signs: SignCodes
+  private int8: Int8Rows
   private readonly approximateFrom: number
   private readonly shortlistMin: number
+  private readonly rerankMin: number
 
   constructor(model: string, dims: number, options: VectorIndexOptions = {}) {
     this.model = model
     this.dims = dims
     this.signs = new SignCodes(dims)
+    this.int8 = new Int8Rows(dims)
     this.approximateFrom = options.approximateFrom ?? APPROXIMATE_FROM
     this.shortlistMin = options.shortlistMin ?? SHORTLIST_MIN
+    this.rerankMin = options.rerankMin ?? RERANK_MIN
   }
 
   /** Number of vectors loaded. */
@@ -84,6 +97,7 @@ export class VectorIndex {
       this.langs = []
       this.lastSeq = 0
       this.signs = new SignCodes(this.dims)
+      this.int8 = new Int8Rows(this.dims)
     }
     const dims = this.dims
     for (let page = store.vectors.since(this.model, dims, this.lastSeq, PAGE); page.length > 0; page = store.vectors.since(this.model, dims, this.lastSeq, PAGE)) {
@@ -132,8 +146,9 @@ export class VectorIndex {
   /**
    * The `k` nearest blocks to a unit query vector that pass `allow` (language, and block id for a
    * scope filter; asked only of rows that would enter the top k), best first. From `approximateFrom`
-   * vectors on, only a shortlist by sign code is scored (at least `shortlistMin`, or 16 per k, rows);
-   * when fewer than `k` shortlisted rows pass `allow` (a narrow scope), the exact scan answers instead.
+   * vectors on, only a shortlist by sign code (at least `shortlistMin`, or 16 per k, rows) is scored
+   * in int8, and only its best (at least `rerankMin`, or 4 per k, rows) by the exact cosine; when
+   * fewer than `k` of those pass `allow` (a narrow scope), the exact scan answers instead.
    */
   search(query: Float32Array, k: number, allow: (lang: string, id: string) => boolean): VectorHit[] {
     if (query.length !== this.dims || k <= 0) return []
@@ -141,9 +156,11 @@ export class VectorIndex {
     const n = this.ids.length
     if (n >= this.approximateFrom) {
       this.signs.sync(this.data, n)
+      this.int8.sync(this.data, n)
       const shortlist = this.signs.nearest(q, Math.max(this.shortlistMin, SHORTLIST_PER_K * k))
-      const hits = this.scan(q, k, allow, shortlist)
-      if (hits.length >= Math.min(k, n) || shortlist.length === n) return hits
+      const rerank = this.int8.best(q, shortlist, Math.max(this.rerankMin, RERANK_PER_K * k))
+      const hits = this.scan(q, k, allow, rerank)
+      if (hits.length >= Math.min(k, n) || rerank.length === n) return hits
     }
     return this.scan(q, k, allow, null)
   }

@@ -8,7 +8,8 @@ import { mutant } from '../helpers/mutant.ts'
 
 /**
  * The vector index's two paths: the exact scan (always available, `searchExact`, and what `search`
- * uses below `approximateFrom`) and the sign-code shortlist with exact re-rank. Seeded vectors, real
+ * uses below `approximateFrom`) and the staged search: a sign-code shortlist, its best rows by int8
+ * dot product, those re-ranked exactly. Seeded vectors, real
  * store files. Each guard has a mutation check against a copy of lib/.
  */
 
@@ -81,14 +82,14 @@ t.test('the exact path returns the true top k, best first, and asks allow before
   t.ok(ids(unfiltered.searchExact(queries[0]!, 10, allowEven)).some((id) => !even.has(id)), 'mutation: without the allow check rows outside the filter come back')
 })
 
-t.test('the sign-code shortlist keeps recall@10 ≥ .99 against the exact scan', async (t) => {
+t.test('the staged search (sign codes, int8, exact re-rank) keeps recall@10 ≥ .99 against the exact scan', async (t) => {
   // 256 dims: a code's estimate sharpens with its length; the models in use have 384–512.
   const dims = 256
   const notes = topicVectors(6060, 60, 3, dims)
   const vs = notes.slice(0, 6000)
   const queries = notes.slice(6000)
   const { store } = storeWith(t, vs, dims)
-  const index = new VectorIndex('m', dims, { approximateFrom: 0, shortlistMin: 300 })
+  const index = new VectorIndex('m', dims, { approximateFrom: 0, shortlistMin: 300, rerankMin: 40 })
   index.refresh(store)
   const recall = recallAt10(index, queries)
   t.ok(recall >= 0.99, `recall@10 ${recall}`)
@@ -106,10 +107,19 @@ t.test('the sign-code shortlist keeps recall@10 ≥ .99 against the exact scan',
   const m = mutant({ file: 'embed/vector-index.ts', from: 'Math.max(this.shortlistMin, SHORTLIST_PER_K * k)', to: 'k' })
   t.teardown(() => m.remove())
   const Mutated = (await m.load<IndexModule>('embed/vector-index.ts')).VectorIndex
-  const narrow = new Mutated('m', dims, { approximateFrom: 0, shortlistMin: 300 })
+  const narrow = new Mutated('m', dims, { approximateFrom: 0, shortlistMin: 300, rerankMin: 40 })
   narrow.refresh(store)
   const mutatedRecall = recallAt10(narrow, queries)
   t.ok(mutatedRecall < 0.99, `mutation: without the re-ranked shortlist recall@10 is ${mutatedRecall}`)
+
+  // Mutation: an exact re-rank of only k rows ranks by the int8 dot product alone, and recall falls.
+  const int8Only = mutant({ file: 'embed/vector-index.ts', from: 'Math.max(this.rerankMin, RERANK_PER_K * k)', to: 'k' })
+  t.teardown(() => int8Only.remove())
+  const Int8Only = (await int8Only.load<IndexModule>('embed/vector-index.ts')).VectorIndex
+  const coarse = new Int8Only('m', dims, { approximateFrom: 0, shortlistMin: 300, rerankMin: 40 })
+  coarse.refresh(store)
+  const int8Recall = recallAt10(coarse, queries)
+  t.ok(int8Recall < 0.99, `mutation: without the exact re-rank recall@10 is ${int8Recall}`)
 })
 
 t.test('codes follow a growing space: the split is re-taken when the rows grow by a quarter', async (t) => {
@@ -162,7 +172,7 @@ t.test('a forgotten note leaves the approximate index as it leaves the exact one
   t.equal(stale.search(vs[43]!, 1, allowAll)[0]?.id, other, 'mutation: the forgotten note is still found')
 
   // Mutation: keeping the old codes over a reloaded space is refused, never served.
-  const kept = mutant({ file: 'embed/vector-index.ts', from: '      this.signs = new SignCodes(this.dims)\n    }', to: '    }' })
+  const kept = mutant({ file: 'embed/vector-index.ts', from: '      this.signs = new SignCodes(this.dims)\n      this.int8 = new Int8Rows(this.dims)\n    }', to: '    }' })
   t.teardown(() => kept.remove())
   const Kept = (await kept.load<IndexModule>('embed/vector-index.ts')).VectorIndex
   const reused = new Kept('m', DIMS, { approximateFrom: 0, shortlistMin: 200 })
@@ -190,7 +200,7 @@ t.test('the exact scan answers when the shortlist cannot: below the threshold, a
   const exact = ids(small.searchExact(q, 20, allowAll))
   t.same(ids(small.search(q, 20, allowAll)), exact, 'below approximateFrom: exactly the exact scan')
 
-  const m = mutant({ file: 'embed/vector-index.ts', from: 'if (hits.length >= Math.min(k, n) || shortlist.length === n) return hits', to: 'return hits' })
+  const m = mutant({ file: 'embed/vector-index.ts', from: 'if (hits.length >= Math.min(k, n) || rerank.length === n) return hits', to: 'return hits' })
   t.teardown(() => m.remove())
   const Mutated = (await m.load<IndexModule>('embed/vector-index.ts')).VectorIndex
   const noFallback = new Mutated('m', DIMS, { approximateFrom: 0, shortlistMin: 100 })
