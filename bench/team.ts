@@ -1,5 +1,5 @@
 /**
- * `npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity] [--json]`
+ * `npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity] [--explain] [--json]`
  *
  * The shared team layer on a private PostgreSQL server on loopback (started and stopped here,
  * as the tests do), against the local path in the same run:
@@ -14,6 +14,9 @@
  *    time — and how many merged recalls ran out of budget.
  * 3. Commits per second: 8 concurrent clients sharing one note per transaction, beside local
  *    single-note commits in this process.
+ * With `--explain`, the server plans of each recall statement for the first query of every kind:
+ *    `EXPLAIN (ANALYZE, BUFFERS)` of the generic plan (as a named prepared statement runs after
+ *    its fifth call), to stderr.
  * 4. With `--parity`: R@5 of the eval sets (../shared/eval) shared into the team layer vs the
  *    SQLite path (bench/team/parity.ts), global and scoped (each scope a namespace of its own).
  * The last line is one JSON object with every figure.
@@ -40,7 +43,7 @@ import { parity } from './team/parity.ts'
 
 const { values: args } = parseArgs({ options: {
   notes: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' }, writes: { type: 'string', default: '250' },
-  parity: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, seed: { type: 'string', default: '7' },
+  parity: { type: 'boolean', default: false }, explain: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, seed: { type: 'string', default: '7' },
 } })
 const N = Number(args.notes)
 const Q = Number(args.queries)
@@ -81,10 +84,19 @@ function q(values: number[], p: number): number {
   return sorted.length === 0 ? 0 : Number(sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!.toFixed(3))
 }
 const summary = (samples: Sample[]) => ({
-  p50: q(samples.map((s) => s.wall), 0.5), p99: q(samples.map((s) => s.wall), 0.99), cpuP50: q(samples.map((s) => s.cpu), 0.5), cpuP99: q(samples.map((s) => s.cpu), 0.99),
+  // p99.9 of fewer than 1,000 samples is their maximum.
+  p50: q(samples.map((s) => s.wall), 0.5), p99: q(samples.map((s) => s.wall), 0.99), p999: q(samples.map((s) => s.wall), 0.999),
+  cpuP50: q(samples.map((s) => s.cpu), 0.5), cpuP99: q(samples.map((s) => s.cpu), 0.99), cpuP999: q(samples.map((s) => s.cpu), 0.999),
   // Client and server CPU of each recall together: what it costs on a machine with idle cores, bar the loopback round trips.
-  ...(samples.some((s) => s.server > 0) ? { serverCpuP50: q(samples.map((s) => s.server), 0.5), clientPlusServerCpuP50: q(samples.map((s) => s.cpu + s.server), 0.5), clientPlusServerCpuP99: q(samples.map((s) => s.cpu + s.server), 0.99) } : {}),
+  ...(samples.some((s) => s.server > 0) ? { serverCpuP50: q(samples.map((s) => s.server), 0.5), clientPlusServerCpuP50: q(samples.map((s) => s.cpu + s.server), 0.5), clientPlusServerCpuP99: q(samples.map((s) => s.cpu + s.server), 0.99),
+    clientPlusServerCpuP999: q(samples.map((s) => s.cpu + s.server), 0.999) } : {}),
 })
+
+/** A parameter as PostgreSQL's text input for it (EXECUTE takes literals, not bound parameters). */
+function literal(value: unknown): string {
+  if (Array.isArray(value)) return `{${value.map((v) => `"${String(v).replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`
+  return String(value)
+}
 
 const server = await startPostgres()
 const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-team-'))
@@ -150,7 +162,7 @@ try {
   const all = { team: [] as Sample[], local: [] as Sample[], merged: [] as Sample[] }
   const byKind: Record<string, unknown> = {}
   for (let w = 0; w < 20; w++) await merged(gen.query('en_words', w)) // warm the pool and caches
-  const degradedBefore = layer.stats().degraded.timeout
+  const degradedBefore = { ...layer.stats().degraded }
   const directPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
   const direct = async () => [directPid]
   const pooled = async () => (await backendPids()).filter((pid) => pid !== directPid) // the layer's pool
@@ -168,8 +180,26 @@ try {
     log(`${kind}: team p50/p99 ${team.p50}/${team.p99} ms wall, ${team.cpuP50}/${team.cpuP99} client CPU, ${team.clientPlusServerCpuP50}/${team.clientPlusServerCpuP99} client+server CPU; ` +
       `local ${local.p50}/${local.p99} wall, ${local.cpuP50}/${local.cpuP99} CPU; merged ${mergedS.p50}/${mergedS.p99} wall, ${mergedS.clientPlusServerCpuP50}/${mergedS.clientPlusServerCpuP99} client+server CPU`)
   }
+  if (args.explain) {
+    for (const kind of QUERY_KINDS) {
+      const sent: pg.QueryConfig[] = []
+      const recorder = { query: (config: pg.QueryConfig) => { sent.push(config); return client.query(config) } }
+      const query = gen.query(kind, Math.floor(0.5 * N / Q))
+      await teamRecall(recorder as unknown as pg.ClientBase, 'bench', query, TOP_K, () => [])
+      for (const [i, statement] of sent.entries()) {
+        await client.query(`SET plan_cache_mode = force_generic_plan; PREPARE explained AS ${statement.text}`)
+        const values = statement.values ?? []
+        const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE explained(${values.map((v) => client.escapeLiteral(literal(v))).join(', ')})`)
+        await client.query('DEALLOCATE explained; RESET plan_cache_mode')
+        console.error(`--- ${kind} statement ${i + 1} (${statement.name ?? 'unnamed'}): ${query}\n${plan.rows.map((r) => r['QUERY PLAN']).join('\n')}`)
+      }
+    }
+  }
   result.recall = { overall: { team: summary(all.team), local: summary(all.local), merged: summary(all.merged) }, byKind,
-    mergedOutOfBudget: layer.stats().degraded.timeout - degradedBefore, mergedTotal: all.merged.length, budgetMs: 60 }
+    mergedOutOfBudget: layer.stats().degraded.timeout - degradedBefore.timeout,
+    // Merged recalls that got no team answer, by reason (a run of timeouts opens the circuit: those turns do not wait at all).
+    mergedDegraded: Object.fromEntries(Object.entries(layer.stats().degraded).map(([k, n]) => [k, n - degradedBefore[k as keyof typeof degradedBefore]])),
+    mergedTotal: all.merged.length, budgetMs: 60 }
   await layer.close()
   await vacuum.end()
 

@@ -13,6 +13,8 @@ export const MAX_SCENE_KEY_BYTES = 96
 
 /** Characters a key segment keeps: a-z, 0-9, CJK unified ideographs, `:`, `-` and `.`. */
 const KEPT = /[a-z0-9\u4e00-\u9fff:.-]/
+/** A key already in normal form: non-empty `/` segments of kept characters, single `_` only between them. */
+const NORMAL = /^[a-z0-9\u4e00-\u9fff:.-]+(?:_[a-z0-9\u4e00-\u9fff:.-]+)*(?:\/[a-z0-9\u4e00-\u9fff:.-]+(?:_[a-z0-9\u4e00-\u9fff:.-]+)*)*$/
 
 /**
  * The normal form of a scene key: NFC, lower-case; per `/` segment every character outside
@@ -22,6 +24,8 @@ const KEPT = /[a-z0-9\u4e00-\u9fff:.-]/
  * character into invalid UTF-8). '' when nothing is left.
  */
 export function normalizeSceneKey(raw: string): string {
+  // Already normal (every feature and key a turn builds): NFC and lower case leave these characters as they are, and nothing is replaced, collapsed or cut.
+  if (NORMAL.test(raw) && Buffer.byteLength(raw, 'utf8') <= MAX_SCENE_KEY_BYTES) return raw
   const segments: string[] = []
   for (const part of raw.normalize('NFC').toLowerCase().split('/')) {
     let out = ''

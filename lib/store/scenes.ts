@@ -1,5 +1,6 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
-import { normalizeSceneKey, sceneLineage } from './scene-key.ts'
+import { SceneKeyIndex } from './scene-index.ts'
+import { normalizeSceneKey } from './scene-key.ts'
 
 /**
  * Scene storage (docs/scenes.md): the scenes (declared or emergent), the features of emergent
@@ -17,6 +18,8 @@ export interface SceneTableDeps {
   dataVersion(): number
   /** Whether a transaction is open on the connection (its writes may still roll back). */
   inTransaction(): boolean
+  /** How many transactions (or savepoints) of this connection rolled back: what the caches saw of them is undone. */
+  rollbacks(): number
 }
 
 /** Where a scene came from: declared (config, commit, service) or emergent (seen twice). */
@@ -104,8 +107,12 @@ function toRow(r: Record<string, unknown>): SceneRow {
 /** The scene tables of one store. */
 export class SceneTable {
   private readonly deps: SceneTableDeps
-  /** The emergent scenes (by id too) and the data version they were read at (read on every human turn). */
-  private cache: { version: number, scenes: EmergentScene[], byId: Map<number, EmergentScene> } | undefined
+  /**
+   * The emergent scenes (by id too) and every scene key (read on every human turn), with the data
+   * version and rollback count they were read at: another connection's write or a rollback of
+   * this one (which may undo a scene the cache was told of) reads them again.
+   */
+  private cache: { version: number, rollbacks: number, scenes: EmergentScene[], byId: Map<number, EmergentScene>, keys: SceneKeyIndex } | undefined
   /**
    * Reinforcements not written yet, by scene id: a recurring turn only counts (+1 strength, max
    * feature weights, updated_at), and a write transaction per human turn would cost a sync of the
@@ -159,10 +166,15 @@ export class SceneTable {
   /**
    * Counts a human turn in the declared scene `key` without writing: an existing scene as
    * `reinforceLater` (+1), a key not stored yet is created by `flush` with one strength per
-   * sighting — so a turn in a new situation writes nothing on its path either.
+   * sighting — so a turn in a new situation writes nothing on its path either. `checked`: the
+   * caller has just read `emergent()`, so the cache need not be checked against the file again.
    */
-  sightLater(key: string, now: number = this.deps.now()): void {
-    if (this.reinforceLater(key, [], 1, now)) return
+  sightLater(key: string, now: number = this.deps.now(), checked = false): void {
+    const id = (checked && this.cache !== undefined ? this.cache : this.fresh()).keys.idOf(key)
+    if (id !== undefined) {
+      this.reinforceIdLater(id, [], 1, now)
+      return
+    }
     const entry = this.pendingDeclared.get(key)
     if (entry === undefined) this.pendingDeclared.set(key, { sightings: 1, at: now })
     else {
@@ -179,22 +191,31 @@ export class SceneTable {
     if (!created) this.deps.stmt('scene.bump', 'UPDATE scenes SET strength = strength + ?, updated_at = max(updated_at, ?) WHERE key = ?').run(bump, now, key)
     const row = this.rowByKey(key)!
     if (row.origin === 'emergent') this.refreshCached(row.id) // a declared scene is not in the cache
+    else if (created) this.cache?.keys.add(row.id, key)
     return { row, created }
   }
 
   /** Every emergent scene with its features, from a cache that another connection's write invalidates. */
   emergent(): EmergentScene[] {
-    const version = this.deps.dataVersion()
-    if (this.cache !== undefined && this.cache.version === version) return this.cache.scenes
-    const rows = this.deps.stmt('scene.emergent', `SELECT ${ROW} FROM scenes WHERE origin = 'emergent' ORDER BY id`).all().map(toRow)
-    const byId = new Map<number, EmergentScene>(rows.map((r) => [r.id, { ...r, features: [] }]))
+    return this.fresh().scenes
+  }
+
+  /** The cache, read again first if another connection wrote (`version`: its data version, when just read) or this one rolled back. */
+  private fresh(version: number = this.deps.dataVersion()): NonNullable<SceneTable['cache']> {
+    const rollbacks = this.deps.rollbacks()
+    if (this.cache !== undefined && this.cache.version === version && this.cache.rollbacks === rollbacks) return this.cache
+    const all = this.deps.stmt('scene.keys', `SELECT ${ROW}, EXISTS (SELECT 1 FROM scene_refs r WHERE r.scene_id = scenes.id) AS refs
+      FROM scenes ORDER BY id`).all()
+    const byId = new Map<number, EmergentScene>()
+    for (const r of all) if (r.origin === 'emergent') byId.set(Number(r.id), { ...toRow(r), features: [] })
     for (const f of this.deps.stmt('scene.features', `SELECT f.scene_id, f.feature, f.weight FROM scene_features f
       JOIN scenes s ON s.id = f.scene_id WHERE s.origin = 'emergent' ORDER BY f.weight DESC, f.feature`).all()) {
       byId.get(Number(f.scene_id))?.features.push({ key: String(f.feature), weight: Number(f.weight) })
     }
-    this.cache = { version, scenes: [...byId.values()], byId }
+    const keys = new SceneKeyIndex(all.map((r) => ({ id: Number(r.id), key: String(r.key), refs: Number(r.refs) === 1 })))
+    this.cache = { version, rollbacks, scenes: [...byId.values()], byId, keys }
     this.changed(undefined)
-    return this.cache.scenes
+    return this.cache
   }
 
   /** The cached emergent scene `id` (undefined when it is not one, or the cache is not read). */
@@ -221,9 +242,9 @@ export class SceneTable {
    * features (max weight), updated now. Returns false when no such scene exists (nothing queued).
    */
   reinforceLater(key: string, features: readonly SceneFeature[], bump: number, now: number = this.deps.now()): boolean {
-    const row = this.rowByKey(key)
-    if (row === undefined) return false
-    this.reinforceIdLater(row.id, features, bump, now)
+    const id = this.fresh().keys.idOf(key)
+    if (id === undefined) return false
+    this.reinforceIdLater(id, features, bump, now)
     return true
   }
 
@@ -349,6 +370,7 @@ export class SceneTable {
       SELECT id, ?2, ?3, ?4, ?4 FROM scenes WHERE key = ?1
       ON CONFLICT(scene_id, block_id) DO UPDATE SET weight = max(weight, excluded.weight), decayed_at = excluded.decayed_at`).run(key, blockId, weight, now)
     this.deps.stmt('scene.touchKey', 'UPDATE scenes SET updated_at = ? WHERE key = ?').run(now, key)
+    this.cache?.keys.markRefs(key)
   }
 
   /**
@@ -362,38 +384,34 @@ export class SceneTable {
     if (keys.length === 0 || limit <= 0) return []
     // Inside a transaction a write may still roll back without moving the version: no memo then.
     if (this.deps.inTransaction()) return this.readAttached(keys, scopes, limit)
-    const version = this.writeVersion()
+    const { version, data } = this.writeVersion()
     if (this.attachedMemo?.version !== version) this.attachedMemo = { version, answers: new Map() }
     const question = JSON.stringify([keys, scopes ?? null, limit])
     let answer = this.attachedMemo.answers.get(question)
     if (answer === undefined) {
-      answer = this.readAttached(keys, scopes, limit)
+      answer = this.readAttached(keys, scopes, limit, data)
       if (this.attachedMemo.answers.size < MEMO_ANSWERS) this.attachedMemo.answers.set(question, answer)
     }
     return answer.map((r) => ({ ...r }))
   }
 
   /**
-   * `attached` read from the file. The matching scenes come from the key index in one statement:
-   * the key itself and each broader key exactly, and the narrower keys below `k` as the range
-   * between `k/` and `k0` (`0` is the character after `/`; CROSS JOIN keeps the keys the outer
-   * loop, so each is one range seek, not a scan of the scenes). Each scene's notes are its first `limit`
+   * `attached` read from the file (`data`: its data version, when just read). The matching scenes
+   * come from the cached key index (`SceneKeyIndex.matching`: the key, each broader key, the
+   * narrower keys below it; scenes without refs left out). Each scene's notes are its first `limit`
    * current ones along `scene_refs_rank`; a note in several scenes keeps its heaviest ref. The
    * first `limit` of the union are among the first `limit` of each scene, so nothing else is read.
+   * The scope test joins the few scopes to the note's memberships (one primary-key seek each)
+   * rather than `IN (SELECT … json_each)`, which builds a temporary index on every run.
    */
-  private readAttached(keys: readonly string[], scopes: readonly string[] | undefined, limit: number): SceneRef[] {
-    const scenes = new Map<number, string>()
-    const matching = this.deps.stmt('scene.matching', `SELECT s.id, s.key FROM scenes s WHERE s.key IN (SELECT value FROM json_each(?1))
-      UNION ALL SELECT s.id, s.key FROM json_each(?2) k CROSS JOIN scenes s ON s.key > k.value || '/' AND s.key < k.value || '0'`)
-    for (const row of matching.all(JSON.stringify([...new Set(keys.flatMap(sceneLineage))]), JSON.stringify([...new Set(keys)]))) {
-      scenes.set(Number(row.id), String(row.key))
-    }
+  private readAttached(keys: readonly string[], scopes: readonly string[] | undefined, limit: number, data?: number): SceneRef[] {
+    const scenes = this.fresh(data).keys.matching(keys)
     if (scenes.size === 0) return []
     const scoped = scopes !== undefined
     const top = this.deps.stmt(scoped ? 'scene.topScoped' : 'scene.top', `SELECT r.block_id, r.weight, r.created_at, b.text
       FROM scene_refs r JOIN blocks b ON b.id = r.block_id
       WHERE r.scene_id = ?1 AND b.superseded_by IS NULL
-        ${scoped ? 'AND EXISTS (SELECT 1 FROM memberships m WHERE m.block_rowid = b.rowid AND m.scope IN (SELECT value FROM json_each(?3)))' : ''}
+        ${scoped ? 'AND EXISTS (SELECT 1 FROM json_each(?3) j JOIN memberships m ON m.block_rowid = b.rowid AND m.scope = j.value)' : ''}
       ORDER BY r.weight DESC, r.created_at DESC, r.block_id LIMIT ?2`)
     const scopeList = scoped ? [JSON.stringify(scopes)] : []
     const rows: Array<SceneRef & { at: number }> = []
@@ -412,10 +430,13 @@ export class SceneTable {
     return out
   }
 
-  /** Moves with every write of this connection (`total_changes()`) and of any other (`data_version`). */
-  private writeVersion(): string {
+  /**
+   * Moves with every write of this connection (`total_changes()`) and of any other (`data_version`,
+   * returned too as `data` for the scene cache).
+   */
+  private writeVersion(): { version: string, data: number } {
     const row = this.deps.stmt('scene.writeVersion', 'SELECT total_changes() AS changes, (SELECT data_version FROM pragma_data_version) AS version').get()!
-    return `${String(row.changes)}:${String(row.version)}`
+    return { version: `${String(row.changes)}:${String(row.version)}`, data: Number(row.version) }
   }
 
   /**
@@ -488,13 +509,14 @@ export class SceneTable {
     const rows = this.deps.stmt('scene.all', `SELECT ${ROW} FROM scenes ORDER BY id`).all().map(toRow)
     const survivors = new Map<string, SceneRow>()
     let merged = 0
+    let renamed = 0
     this.deps.transaction(() => {
       for (const row of rows) {
         const key = normalizeSceneKey(row.key)
         const survivor = survivors.get(key)
         if (survivor === undefined) {
           survivors.set(key, row)
-          if (key !== row.key && key !== '' && this.rowByKey(key) === undefined) this.deps.stmt('scene.rename', 'UPDATE scenes SET key = ? WHERE id = ?').run(key, row.id)
+          if (key !== row.key && key !== '' && this.rowByKey(key) === undefined) renamed += Number(this.deps.stmt('scene.rename', 'UPDATE scenes SET key = ? WHERE id = ?').run(key, row.id).changes)
           continue
         }
         this.deps.stmt('scene.mergeRefs', `INSERT INTO scene_refs (scene_id, block_id, weight, decayed_at, created_at)
@@ -506,7 +528,7 @@ export class SceneTable {
         merged++
       }
     })
-    if (merged > 0) this.invalidate()
+    if (merged + renamed > 0) this.invalidate()
     return merged
   }
 
@@ -531,6 +553,8 @@ export class SceneTable {
     const found = this.deps.stmt('scene.byId', `SELECT ${ROW} FROM scenes WHERE id = ?`).get(id)
     const old = this.cache.byId.get(id)
     const at = old === undefined ? -1 : this.cache.scenes.indexOf(old)
+    if (found === undefined) this.cache.keys.remove(id)
+    else this.cache.keys.add(id, String(found.key))
     if (found === undefined || String(found.origin) !== 'emergent') {
       if (at >= 0) this.cache.scenes.splice(at, 1)
       this.cache.byId.delete(id)

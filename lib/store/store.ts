@@ -112,6 +112,8 @@ export class BlockStore {
   private readonly createdWalFiles: boolean
   private readonly now: () => number
   private readonly statements = new Map<string, StatementSync>()
+  /** Transactions and savepoints that rolled back (the scene cache reads again after one: `SceneTableDeps.rollbacks`). */
+  private rollbacks = 0
   /** The supersede chain's view of this store (`supersede.ts`). */
   private readonly chain: ChainAccess = { stmt: (key, sql) => this.stmt(key, sql) }
   private readonly matchCounts = new Map<string, number>()
@@ -160,7 +162,7 @@ export class BlockStore {
       commitMany: (inputs, createdAs) => this.commitMany(inputs, createdAs), link: (edge) => this.link(edge),
     })
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
-    this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion(), inTransaction: () => this.db.isTransaction })
+    this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion(), inTransaction: () => this.db.isTransaction, rollbacks: () => this.rollbacks })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
     this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql), count: () => this.count() })
   }
@@ -543,6 +545,7 @@ export class BlockStore {
       return result
     } catch (error) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK')
+      this.rollbacks++
       throw error
     }
   }
@@ -650,6 +653,7 @@ export class BlockStore {
     } catch (error) {
       this.db.exec('ROLLBACK TO stablemem_line')
       this.db.exec('RELEASE stablemem_line')
+      this.rollbacks++
       throw error
     }
   }

@@ -84,6 +84,11 @@ export const TEAM_MIGRATIONS: readonly string[] = [
       EXECUTE format('GRANT SELECT, INSERT, DELETE ON stablemem.postings TO %I', r.role);
     END LOOP;
   END $$;`,
+  // 3: multi-token phrases are found through the postings of their rarest tokens (search.ts), so
+  // the trigram index over the text, costly on every write and slow on digit-heavy symbols whose
+  // trigrams every IP shares, has no reader left. The extension stays: dropping it needs its
+  // creator, who need not be the role migrating now.
+  `DROP INDEX IF EXISTS stablemem.notes_text_trgm;`,
 ]
 
 /** The schema version this release writes. */

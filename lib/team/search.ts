@@ -6,15 +6,15 @@ import { analyzeQuery, symbolVariants } from '../recall/symbols.ts'
 import type { Hit } from '../recall/types.ts'
 import { scrubQuery } from '../text/normalize.ts'
 import { B, idf, K1, parseMatch, phraseKey, TeamSnapshot, type TeamRow } from './snapshot.ts'
-import { phraseHits, tokens, termKey, unpackTokens } from './terms.ts'
+import { tokens, termKey, unpackTokens } from './terms.ts'
 
 /**
  * The team layer's recall: the same lexical ranking as the local store's (`recallBlocks`), run
- * over a `TeamSnapshot` filled from PostgreSQL in two round trips of prepared statements (and
- * one more, planned for its pattern, per multi-token exact phrase):
- * 1. the namespace's note and token counts and the document frequency of every single-token term
- *    of the query (the `terms` table); then, per multi-token exact phrase (`10.0.0.1`, `v2.3.1`),
- *    the notes whose lower-cased text holds it (the `pg_trgm` index), checked token by token here;
+ * over a `TeamSnapshot` filled from PostgreSQL in two round trips of prepared statements:
+ * 1. the namespace's note and token counts, the document frequency of every single-token term
+ *    of the query (the `terms` table), and the holders of each multi-token exact phrase
+ *    (`10.0.0.1`, `v2.3.1`), found through the postings of its two rarest tokens and confirmed
+ *    on the server token by token;
  * 2. the candidates, ranked on the server from the postings (`schema.ts`): bm25 over the terms
  *    the search keeps (`searchTerms`, the rarest within the same postings bound as locally), the
  *    best `RANKED_ROWS`; or, when that lone term is past the bound, its newest holders, as the
@@ -45,8 +45,10 @@ export interface TeamResult {
 const RANKED_ROWS = CANDIDATES + 56
 /** Rows per single-token exact symbol: the local search keeps `EXACT_CANDIDATES`. */
 const EXACT_ROWS = EXACT_CANDIDATES + 14
-/** Most rows read per multi-token phrase. */
+/** Most holders returned per multi-token phrase. */
 const PHRASE_ROWS = 200
+/** Most holders of a phrase's rarest token read to find the phrase. */
+const PHRASE_SCAN = 4_000
 /** Most multi-token phrases looked up per query. */
 const MAX_PHRASES = 8
 
@@ -57,21 +59,41 @@ function fromDb([seq, id, text, toks, member, createdAt, scene, supersededBy]: D
   return { seq: Number(seq), id, text, tokens: unpackTokens(toks), member, createdAt: Number(createdAt), scene, supersededBy }
 }
 
-/** The statements of a recall, prepared once per connection (node-postgres names them). The counts and the document frequencies of the keys $2. */
+/**
+ * The statements of a recall, prepared once per connection (node-postgres names them). The first:
+ * the counts, the document frequencies of the single-token keys $2, and the holders of each
+ * multi-token phrase (`10.0.0.1`, `v2.3.1`: phrase $5[i] has the token keys $4 where $3 = i).
+ * A phrase is looked up through the postings of its rarest token (an index range of the
+ * primary key), the holders of its second rarest probed by key beside it; only the notes left
+ * are read, and the phrase is confirmed on their packed tokens (` 10 0 0 1 ` in the Latin ones,
+ * as FTS5 matches a phrase). A phrase with a token no note holds costs one index probe. At most
+ * `PHRASE_SCAN` holders of the rarest token are read, the newest, and the count is scaled up
+ * from them past that; per phrase the `PHRASE_ROWS` shortest holders come back, with the count.
+ * (Earlier releases found phrases with `pg_trgm` over the text: 350 ms of server CPU per
+ * digit-heavy symbol at 100k, whose trigrams every IP shares.) Row 1 has `ph` null and the
+ * counts; each further row is a phrase holder.
+ */
 const STATS = {
   name: 'stablemem.recall.stats',
-  text: `SELECT (SELECT notes FROM stablemem.stats WHERE namespace = $1) AS notes, (SELECT tokens FROM stablemem.stats WHERE namespace = $1) AS tokens,
-    (SELECT json_object_agg(term, df) FROM stablemem.terms WHERE namespace = $1 AND term = ANY($2::text[])) AS df`,
+  text: `WITH pt AS (SELECT DISTINCT ph, term FROM unnest($3::int[], $4::text[]) AS u(ph, term)),
+    rarity AS (SELECT pt.ph, pt.term, coalesce(t.df, 0) AS df, row_number() OVER (PARTITION BY pt.ph ORDER BY coalesce(t.df, 0), pt.term) AS r
+      FROM pt LEFT JOIN stablemem.terms t ON t.namespace = $1 AND t.term = pt.term),
+    phrase AS (SELECT f.i::int AS i, f.needle, r1.term AS t1, r1.df AS df1, r2.term AS t2 FROM unnest($5::text[]) WITH ORDINALITY AS f(needle, i)
+      JOIN rarity r1 ON r1.ph = f.i AND r1.r = 1 LEFT JOIN rarity r2 ON r2.ph = f.i AND r2.r = 2 WHERE r1.df > 0),
+    held AS (SELECT phrase.i, phrase.df1, n.seq, n.id, n.text, n.toks, n.member, n.created_at, n.scene, n.superseded_by FROM phrase
+      CROSS JOIN LATERAL (SELECT s.seq FROM (SELECT p.seq FROM stablemem.postings p WHERE p.namespace = $1 AND p.term = phrase.t1 ORDER BY p.seq DESC LIMIT ${PHRASE_SCAN}) s
+        WHERE phrase.t2 IS NULL OR EXISTS (SELECT 1 FROM stablemem.postings q WHERE q.namespace = $1 AND q.term = phrase.t2 AND q.seq = s.seq)) c
+      JOIN stablemem.notes n ON n.namespace = $1 AND n.seq = c.seq
+      WHERE strpos(' ' || split_part(n.toks, chr(1), 1) || ' ', phrase.needle) > 0),
+    counted AS (SELECT held.*, count(*) OVER w AS n, row_number() OVER (w ORDER BY length(held.text), held.id) AS k FROM held WINDOW w AS (PARTITION BY held.i))
+    SELECT NULL::int AS ph, (SELECT notes FROM stablemem.stats WHERE namespace = $1) AS n1, (SELECT tokens FROM stablemem.stats WHERE namespace = $1) AS n2,
+      (SELECT json_object_agg(term, df) FROM stablemem.terms WHERE namespace = $1 AND term = ANY($2::text[]))::text AS df,
+      NULL::bigint AS seq, NULL AS id, NULL AS text, NULL AS toks, NULL AS member, NULL::bigint AS created_at, NULL AS scene, NULL AS superseded_by
+    UNION ALL SELECT i, n, df1, NULL, seq, id, text, toks, member, created_at, scene, superseded_by FROM counted WHERE k <= ${PHRASE_ROWS}`,
 }
-/**
- * The shortest notes holding the substring $2 (a LIKE pattern). Deliberately not a named
- * statement: only a plan made for the pattern itself uses the `pg_trgm` index; a generic plan
- * cannot see the pattern and scans every note (365 ms of server CPU per query at 100k).
- */
-const PHRASE = {
-  text: `SELECT n.seq, n.id, n.text, n.toks, n.member, n.created_at, n.scene, n.superseded_by FROM stablemem.notes n
-    WHERE n.namespace = $1 AND lower(n.text) LIKE $2 ORDER BY length(n.text), n.id LIMIT ${PHRASE_ROWS}`,
-}
+/** A row of `STATS` (`rowMode: 'array'`; bigints as strings): the counts, or a phrase holder with its phrase's count. */
+type StatsRow = [ph: number | null, n1: string | null, n2: string | null, df: string | null, ...note: DbRow]
+
 /**
  * The candidates: $2/$3 the OR search's term keys and their IDFs (summed over repeats), $4
  * whether its lone term is past the postings bound (then its newest holders instead), $5 the
@@ -97,11 +119,6 @@ const CANDIDATES_SQL = {
 const SUPERSEDED = {
   name: 'stablemem.recall.superseded',
   text: `SELECT array_agg(supersedes) AS superseded FROM stablemem.notes WHERE namespace = $1 AND supersedes <> '' AND supersedes = ANY($2::text[]) AND superseded_by IS NULL`,
-}
-
-/** A LIKE pattern that finds `text` as a substring, its wildcards escaped. */
-export function containsPattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 }
 
 /** Thrown by `teamRecall` when its deadline passed: the caller has stopped waiting, so the scoring is skipped. */
@@ -132,21 +149,25 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
     else if (phrase.column === 'latin') multi.push(match.slice('latin : '.length + 1, -1).replace(/""/g, '"'))
   }
 
-  const phraseList = [...new Set(multi)].slice(0, MAX_PHRASES)
-  const stats = await client.query<{ notes: string | null, tokens: string | null, df: Record<string, number> | null }>({ ...STATS, values: [namespace, [...single]] })
+  const phraseList = [...new Set(multi)].slice(0, MAX_PHRASES).map(tokens)
+  const phraseOf: number[] = []
+  const phraseTokens: string[] = []
+  phraseList.forEach((phrase, i) => {
+    for (const token of phrase) { phraseOf.push(i + 1); phraseTokens.push(termKey('latin', token)) }
+  })
+  const stats = await client.query<StatsRow>({ ...STATS, rowMode: 'array', values: [namespace, [...single], phraseOf, phraseTokens, phraseList.map((p) => ` ${p.join(' ')} `)] })
   late()
-  const s = stats.rows[0]!
-  const counts = new Map<string, number>(Object.entries(s.df ?? {}))
-  const notes = Number(s.notes ?? 0)
-  const tokenTotal = Number(s.tokens ?? 0)
+  const [, notesText, tokensText, df] = stats.rows[0]!
+  const counts = new Map<string, number>(Object.entries(df === null ? {} : JSON.parse(df) as Record<string, number>))
+  const notes = Number(notesText ?? 0)
+  const tokenTotal = Number(tokensText ?? 0)
   const snapshot = new TeamSnapshot(notes, tokenTotal, counts)
-  for (const symbol of notes === 0 ? [] : phraseList) {
-    const { rows } = await client.query<DbRow>({ ...PHRASE, rowMode: 'array', values: [namespace, containsPattern(symbol.toLowerCase())] })
-    late()
-    const phrase = tokens(symbol)
-    const held = rows.map(fromDb).filter((r) => phraseHits(r.tokens!.latin, phrase) > 0)
-    counts.set(phraseKey('latin', phrase), held.length)
-    snapshot.addRows(held)
+  for (const phrase of phraseList) counts.set(phraseKey('latin', phrase), 0)
+  for (const [ph, n, rarest, , ...note] of stats.rows.slice(1)) {
+    const phrase = phraseList[ph! - 1]!
+    // Past the scan bound the count is the share of the rarest token's holders read, scaled up.
+    counts.set(phraseKey('latin', phrase), Math.round(Number(n) * Math.max(1, Number(rarest) / PHRASE_SCAN)))
+    snapshot.addRows([fromDb(note)])
   }
   if (snapshot.count() === 0) return { hits: [], heldSymbols: new Set(), supersededLocal: new Set() }
 

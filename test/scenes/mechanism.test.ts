@@ -138,7 +138,12 @@ t.test('prefix reads compare text: `_` is no wildcard, broader keys cover narrow
 })
 
 t.test('HologramAgent matched prefixes with LIKE k||\'/%\'', async (t) => {
-  const m = await load({ file: 'store/scenes.ts', from: "s.key > k.value || '/' AND s.key < k.value || '0'", to: "s.key LIKE k.value || '/%'" })
+  // LIKE's semantics in the key index's prefix search: `_` matches any one character.
+  const m = await load({
+    file: 'store/scene-index.ts',
+    from: 'for (let i = this.firstAtOrAfter(prefix); i < this.sorted.length && this.sorted[i]!.startsWith(prefix); i++) this.take(out, this.sorted[i]!)',
+    to: "for (const k of this.sorted) if (k.length > prefix.length && [...prefix].every((c, j) => c === '_' || c === k[j])) this.take(out, k)",
+  })
   t.teardown(m.remove)
   t.same(prefixIsText(m.lib).group1.sort(), ['a', 'b'], 'group_1 reads groupX1\'s note')
 })

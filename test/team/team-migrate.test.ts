@@ -3,14 +3,15 @@
  * version 1 (notes with a tsvector, no postings), owned by a role that is not a superuser and
  * holding a team's notes behind forced row-level security, is brought to the current version by
  * its owner; the backfilled postings are exactly what writing the notes now would give, the team
- * role ranks them like the local store, and it can share and forget without new grants.
+ * role ranks them like the local store, and it can share and forget without new grants. A
+ * database at version 2 loses its trigram index (no statement reads it) and keeps its notes.
  */
 import t, { type Test } from 'tap'
 import pg from 'pg'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { forgetShared } from '../../lib/team/forget.ts'
-import { migrateTeamSchema, schemaState, TEAM_MIGRATIONS, TEAM_SCHEMA_VERSION } from '../../lib/team/schema.ts'
+import { grantTeam, migrateTeamSchema, schemaState, TEAM_MIGRATIONS, TEAM_SCHEMA_VERSION } from '../../lib/team/schema.ts'
 import { teamRecall } from '../../lib/team/search.ts'
 import { noteTerms, noteTokens, packTokens } from '../../lib/team/terms.ts'
 import { shareNotes } from '../../lib/team/write.ts'
@@ -86,6 +87,7 @@ t.test('version 1 → current: postings backfilled under forced row-level securi
   const { kept, expected } = await statisticsOf(server, 'old', 'old')
   t.same(kept, expected, 'the postings are what the rows say')
   t.equal(await ownerSees(owner), 0, 'row-level security is forced again: the owner sees no team rows')
+  t.equal((await owner.query("SELECT to_regclass('stablemem.notes_text_trgm') AS trgm")).rows[0].trgm, null, 'the trigram index, read by no statement since phrases go through the postings, is gone')
   for (const q of QUERIES) {
     const local = recallBlocks(store, q, { topK: 5, abstain: false })
     const found = await teamRecall(team, 'old', q, 5, () => [])
@@ -96,6 +98,40 @@ t.test('version 1 → current: postings backfilled under forced row-level securi
   t.same((await forgetShared(team, 'old', [shared!.id])).deleted.map((n) => n.id), [shared!.id], 'and forgets')
   const after = await statisticsOf(server, 'old', 'old')
   t.same(after.kept, after.expected)
+})
+
+t.test('version 2 → current: the trigram index goes, the notes stay, phrases are found without it', async (t) => {
+  const admin = await server.admin()
+  await admin.query("CREATE ROLE keeper2 LOGIN PASSWORD 'keeper'")
+  await admin.query("CREATE ROLE team_two LOGIN PASSWORD 'team'")
+  await admin.query('CREATE DATABASE two OWNER keeper2')
+  await admin.end()
+  const owner = await connect('keeper2', 'keeper', 'two')
+  t.teardown(() => owner.end())
+  await owner.query('BEGIN')
+  for (const [v, sql] of TEAM_MIGRATIONS.slice(0, 2).entries()) {
+    await owner.query(sql)
+    await owner.query("UPDATE stablemem.meta SET value = $1 WHERE key = 'version'", [String(v + 1)])
+  }
+  await grantTeam(owner, 'team_two', 'two')
+  await owner.query('COMMIT')
+  const team = await connect('team_two', 'team', 'two')
+  t.teardown(() => team.end())
+  const store = new BlockStore(':memory:', { now: () => 1_000 })
+  t.teardown(() => store.close())
+  for (const text of NOTES) store.commit({ text })
+  await shareNotes(team, NOTES.map((text) => ({ text })), { namespace: 'two', member: 'm', secrets: 'redact', maxBlockChars: 32_768, now: 1_000 })
+  t.not((await owner.query("SELECT to_regclass('stablemem.notes_text_trgm') AS trgm")).rows[0].trgm, null, 'version 2 has the trigram index')
+  t.equal(await migrateTeamSchema(owner, 'two'), 2, 'the owner migrates from version 2')
+  t.same(await schemaState(owner), { kind: 'ours', version: TEAM_SCHEMA_VERSION })
+  t.equal((await owner.query("SELECT to_regclass('stablemem.notes_text_trgm') AS trgm")).rows[0].trgm, null, 'and it is gone')
+  const { kept, expected } = await statisticsOf(server, 'two', 'two')
+  t.same(kept, expected, 'the statistics are untouched')
+  for (const q of QUERIES) {
+    const local = recallBlocks(store, q, { topK: 5, abstain: false })
+    const found = await teamRecall(team, 'two', q, 5, () => [])
+    t.same(found.hits.map((h) => [h.id, h.score.toFixed(9)]), local.map((h) => [h.id, h.score.toFixed(9)]), q)
+  }
 })
 
 t.test('mutation: without forcing row-level security again, the migrating owner reads every team row', async (t) => {

@@ -24,6 +24,8 @@ export const SCENE_RECALL_LIMIT = 3
 const FLUSH_DELAY_MS = 1_000
 /** The empty set `cardNotes` answers with. */
 const NONE: ReadonlySet<string> = new Set()
+/** Most notes whose masked text the cards remember (`masked`). */
+const MASKED_NOTES = 4_096
 /** Refs below this weight are deleted by decay (HologramAgent's floor). */
 export const DECAY_FLOOR = 0.05
 
@@ -107,6 +109,11 @@ export class SceneApi implements Scenes {
   private readonly cards = new Map<string, { turn: number, from: string, text: string, whole: ReadonlySet<string> }>()
   /** Per agent: whether its last request carried the card (`noteCard`); absent before its first. */
   private readonly delivered = new Map<string, boolean>()
+  /**
+   * A note's text with credentials masked, by note id: the id is the hash of the text, so the
+   * masked text of an id never changes, and a card that shows a note again does not scan it again.
+   */
+  private readonly maskedTexts = new Map<string, string>()
   private flushTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor(use: <T>(fn: (store: BlockStore) => T) => T, options: SceneOptions) {
@@ -223,7 +230,7 @@ export class SceneApi implements Scenes {
         last.turn = turn
         return last.text
       }
-      const notes = refs.map((r) => ({ id: r.blockId, text: redactSecrets(r.text).text }))
+      const notes = refs.map((r) => ({ id: r.blockId, text: this.masked(r.blockId, r.text) }))
       const { text, whole } = renderCard(situation, notes.map((n) => n.text), budget)
       this.cards.set(id, { turn, from, text, whole: new Set(notes.slice(0, whole).map((n) => n.id)) })
       return text
@@ -258,6 +265,17 @@ export class SceneApi implements Scenes {
       this.counts.suppressed++
       this.cardReason = reason
     }
+  }
+
+  /** `text` (of note `id`) with credentials masked, remembered per id (bounded: starts over when full). */
+  private masked(id: string, text: string): string {
+    let out = this.maskedTexts.get(id)
+    if (out === undefined) {
+      out = redactSecrets(text).text
+      if (this.maskedTexts.size >= MASKED_NOTES) this.maskedTexts.clear()
+      this.maskedTexts.set(id, out)
+    }
+    return out
   }
 
   /** Writes the counted recurrences a moment later, off the turn's path (unref'd: never keeps the process alive). */

@@ -11,6 +11,7 @@ import type { Agent } from '@deepseek-ai/dsh-agent'
 import { isAgentLoopRequest } from '@deepseek-ai/dsh-llm'
 import type { Config } from '../../config.ts'
 import { placeOf } from '../../plugin/session-place.ts'
+import { untraced } from '../../plugin/untraced.ts'
 
 /** The section / context name of the card. */
 export const CARD_NAME = 'stablemem:scene'
@@ -23,8 +24,9 @@ export function registerSceneCard(ctx: Context, config: Config, serves: (agent: 
   const mode = config.sceneCard
   /** Per agent: the turn the card was computed for and its text (one query per turn, not per step). */
   const cards = new Map<string, { turn: number, text: string }>()
+  // Called on every step and request: the service itself, not cordis's tracing proxy (untraced.ts).
+  const memory = untraced(ctx.stablemem)
   ctx.stablemem.stages.on('pre_action', ({ agent, turn }) => {
-    const memory = ctx.stablemem
     if (memory.unavailableReason() !== undefined) return undefined
     const id = String(agent.id)
     let card = cards.get(id)
@@ -46,7 +48,7 @@ export function registerSceneCard(ctx: Context, config: Config, serves: (agent: 
     const reached = mode === 'section'
       ? (options.system ?? '').includes(card.text)
       : options.messages.some((m) => m.content.some((b) => b.type === 'text' && b.text.includes(card.text)))
-    ctx.stablemem.scenes.noteCard(String(options.sessionId), reached, reached ? undefined : mode === 'section'
+    memory.scenes.noteCard(String(options.sessionId), reached, reached ? undefined : mode === 'section'
       ? 'the agent\'s system prompt is a complete persona section, which replaces every other section (the card included)'
       : 'the agent\'s runtime context is suppressed (includeRuntimeContext: false, or a plugin called suppressRuntimeContext), which drops the card')
     return next()

@@ -61,15 +61,19 @@ export function similarScenes(sig: readonly Feature[], scenes: readonly Emergent
  * emergent scene, once per new situation, writes at once.
  */
 export function resolveTurn(table: SceneTable, sig: readonly Feature[], declared: readonly string[], now: number): TurnScene {
+  // The candidates first: reading them checks the scene cache once, and the sightings below then
+  // use it as it is. A sighting changes no feature, only the strength of the (shared) scene
+  // objects, so the comparison sees it as if the candidates were found after it.
+  const candidates = sig.length === 0 ? undefined : similarCandidates(table, prepare(sig))
   const keys: string[] = []
   for (const key of declared) {
     if (keys.includes(key)) continue
-    table.sightLater(key, now)
+    table.sightLater(key, now, candidates !== undefined)
     keys.push(key)
   }
   const turn: TurnScene = { primary: keys[0] ?? '', keys, similar: [], features: [...sig], emergent: false }
-  if (sig.length === 0) return turn
-  const { best, similar } = compare(sig, similarCandidates(table, prepare(sig)))
+  if (candidates === undefined) return turn
+  const { best, similar } = compare(sig, candidates)
   turn.similar = similar
   let key: string | undefined
   if (best !== undefined) {
