@@ -79,7 +79,7 @@ export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder |
 
   const allowLang = (lang: string) => lang === 'und' || embedder.languages.includes(lang)
   const minCosine = options.minCosine ?? DEFAULT_MIN_COSINE
-  const scopes = options.scopes
+  const scopes = options.scopes !== undefined && store.scopes.coversAll(options.scopes) ? undefined : options.scopes // as `recallBlocks`
   const inScope = new Map<string, boolean>()
   const member = (id: string) => {
     let known = inScope.get(id)

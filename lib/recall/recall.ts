@@ -86,7 +86,8 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
   const analysis = specificTerms(store, full)
   if (isEmptyAnalysis(analysis)) return []
   const bm25 = new Map<number, number>()
-  const scopes = options.scopes
+  // A union one of whose scopes holds every note is read as the whole store: the same rows, without a membership test per row.
+  const scopes = options.scopes !== undefined && store.scopes.coversAll?.(options.scopes) === true ? undefined : options.scopes
   const found = new Map<string, boolean>() // per searched expression: did the union hold a match
   const addCandidates = (match: string, limit: number, newest = false) => {
     if (match === '') return

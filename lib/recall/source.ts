@@ -7,5 +7,6 @@ import type { ScopeTable } from '../store/scopes.ts'
  * (`lib/team/snapshot.ts`) is another, so both layers rank with the same code.
  */
 export type RecallSource = Pick<BlockStore, 'count' | 'matchCount' | 'cjkDocumentFrequencies' | 'ftsCandidates' | 'ftsRowids' | 'blocksByRowid' | 'recordAccess'> & {
-  readonly scopes: Pick<ScopeTable, 'ftsCandidates' | 'anyMatch' | 'visible'>
+  /** `coversAll` is optional: a source without scope counts always runs the scoped reads. */
+  readonly scopes: Pick<ScopeTable, 'ftsCandidates' | 'anyMatch' | 'visible'> & Partial<Pick<ScopeTable, 'coversAll'>>
 }

@@ -431,8 +431,9 @@ export function indexDeletion(deleted: number, indexed: number): IndexDeletion {
 
 /**
  * Deletes the selected notes' full-text entries, naming each row's indexed text (the index is
- * contentless), by the cheaper way `indexDeletion` picks. The rewrite switches secure-delete off
- * for its deletes and back on before the transaction commits, so no other writer ever sees it off.
+ * contentless), by the cheaper way `indexDeletion` picks. The rewrite switches secure-delete (and
+ * automerge) off for its deletes and back on before the transaction commits, so no other writer
+ * ever sees them off.
  */
 function deleteIndexEntries(host: ForgetHost, deleted: readonly Block[], rids: readonly number[]): void {
   if (deleted.length === 0) return
@@ -444,17 +445,25 @@ function deleteIndexEntries(host: ForgetHost, deleted: readonly Block[], rids: r
   // FTS5 takes an option's value as an integer only, so it is bound as a BigInt.
   const ftsOption = host.stmt('forget.ftsOption', 'INSERT INTO blocks_fts (blocks_fts, rank) VALUES (?, ?)')
   const option = (name: string, value: number) => ftsOption.run(name, BigInt(value))
+  const setting = (key: string, otherwise: number) => Number((host.stmt('forget.ftsSetting', 'SELECT v FROM blocks_fts_config WHERE k = ?')
+    .get(key) as { v: number } | undefined)?.v ?? otherwise)
   let hashSize = 0
+  let automerge = 0
   if (rewrite) {
     // FTS5 writes pending deletions out as a new segment (and merges segments) whenever they pass
     // its hash size; the rewrite replaces every segment anyway, so they stay in memory until then.
-    hashSize = Number((host.stmt('forget.ftsHashSize', "SELECT v FROM blocks_fts_config WHERE k = 'hashsize'").get() as { v: number } | undefined)?.v ?? FTS5_HASH_SIZE)
+    // When the rewrite flushes them, FTS5 would also merge some segments first (automerge), work
+    // the rewrite then does again over the merged segment, so that is off until the rewrite is done.
+    hashSize = setting('hashsize', FTS5_HASH_SIZE)
+    automerge = setting('automerge', FTS5_AUTOMERGE)
     option('secure-delete', 0)
     option('hashsize', REWRITE_HASH_SIZE)
+    option('automerge', 0)
   }
   for (let i = 0; i < deleted.length; i++) remove.run(rids[i]!, ...indexColumns(deleted[i]!.text))
   if (rewrite) {
     host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
+    option('automerge', automerge)
     option('hashsize', hashSize)
     option('secure-delete', 1)
   }
@@ -462,6 +471,8 @@ function deleteIndexEntries(host: ForgetHost, deleted: readonly Block[], rids: r
 
 /** FTS5's default in-memory size of pending index changes, in bytes. */
 const FTS5_HASH_SIZE = 1 << 20
+/** FTS5's default `automerge`: a level's segments are merged once it holds this many. */
+const FTS5_AUTOMERGE = 4
 /** The pending-change size for a rewrite's deletions: deleting 10,000 notes holds a few MiB. */
 const REWRITE_HASH_SIZE = 256 << 20
 

@@ -1,6 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { indexColumns } from './fts-columns.ts'
+import { SCOPE_COUNT_DELETE_TRIGGER } from './scope-counts.ts'
 import { migrateSceneColumn } from './scenes.ts'
 
 /**
@@ -226,6 +227,23 @@ export const MIGRATIONS: readonly string[] = [
   DROP TRIGGER block_count_insert;
   DROP TRIGGER block_count_delete;
   ${BLOCK_COUNT_DELETE_TRIGGER};
+  `,
+  // Notes per scope (lib/store/scope-counts.ts), kept like the block count: a number up to a rowid
+  // mark plus the memberships above it, moved by a delete trigger and by the code that adds a
+  // membership to an existing block. Scoped recall reads them to skip the per-row membership test
+  // when one scope of the union holds every note (docs/benchmarks.md, "Scale").
+  `
+  CREATE TABLE scope_counts (
+    scope TEXT    PRIMARY KEY,
+    n     INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE scope_count_mark (
+    one  INTEGER PRIMARY KEY CHECK (one = 1),
+    mark INTEGER NOT NULL
+  );
+  INSERT INTO scope_counts (scope, n) SELECT scope, count(*) FROM memberships GROUP BY scope;
+  INSERT INTO scope_count_mark (one, mark) SELECT 1, coalesce((SELECT max(block_rowid) FROM memberships), 0);
+  ${SCOPE_COUNT_DELETE_TRIGGER};
   `,
 ]
 

@@ -1,5 +1,6 @@
 import type { StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
+import { allScopeCounts, countJoined, foldScopeCounts, scopeCount } from './scope-counts.ts'
 import { checkScopeKey } from './scope-key.ts'
 import type { FtsCandidate } from './store.ts'
 
@@ -8,6 +9,8 @@ export interface ScopeTableDeps {
   stmt(key: string, sql: string): StatementSync
   transaction<T>(fn: () => T): T
   now(): number
+  /** The store's note count (`BlockStore.count`). */
+  count(): number
 }
 
 /** How many notes one scope holds (`stats --by-scope`). */
@@ -41,7 +44,9 @@ export class ScopeTable {
   join(id: string, scope: string, now: number = this.deps.now()): boolean {
     const result = this.deps.stmt('scopeJoin', `INSERT INTO memberships (block_rowid, scope, created_at)
       SELECT rowid, ?, ? FROM blocks WHERE id = ? ON CONFLICT DO NOTHING`).run(scope, now, id)
-    return Number(result.changes) > 0
+    const joined = Number(result.changes) > 0
+    if (joined) countJoined(this.deps, scope, id) // an existing block's rowid may be below the counts' mark
+    return joined
   }
 
   /** Adds one membership to a block just inserted (its rowid known: no id lookup on the commit path). */
@@ -111,8 +116,22 @@ export class ScopeTable {
 
   /** Notes per scope, most first (ties by key). */
   counts(): ScopeCount[] {
-    const rows = this.deps.stmt('scopeCounts', 'SELECT scope, count(*) AS n FROM memberships GROUP BY scope ORDER BY n DESC, scope').all()
-    return rows.map((r) => ({ scope: String(r.scope), notes: Number(r.n) }))
+    return allScopeCounts(this.deps)
+  }
+
+  /**
+   * Whether one scope of `union` holds every note, so the membership test would pass for every
+   * row and a scoped read is the unscoped one (two row reads of the kept counts, `scope-counts.ts`).
+   * Recall asks once per pass; the common store, where notes are global, then skips the test.
+   */
+  coversAll(union: readonly string[]): boolean {
+    const total = this.deps.count()
+    return union.some((scope) => scopeCount(this.deps, scope) === total)
+  }
+
+  /** Folds the counts' live part (commit and import call it inside their transaction; see `scope-counts.ts`). */
+  foldCounts(): void {
+    foldScopeCounts(this.deps)
   }
 
   /**

@@ -161,7 +161,7 @@ export class BlockStore {
       stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(),
       commitMany: (inputs, createdAs) => this.commitMany(inputs, createdAs), link: (edge) => this.link(edge),
     })
-    this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now() })
+    this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), count: () => this.count() })
     this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion(), inTransaction: () => this.db.isTransaction, rollbacks: () => this.rollbacks })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
     this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql), count: () => this.count() })
@@ -505,6 +505,7 @@ export class BlockStore {
   private foldCount(): void {
     this.stmt('foldCount', `UPDATE block_count SET n = n + (SELECT count(*) FROM blocks WHERE rowid > mark),
       mark = max(mark, coalesce((SELECT max(rowid) FROM blocks), 0))`).run()
+    this.scopes.foldCounts() // the notes per scope, kept the same way (lib/store/scope-counts.ts)
   }
 
   /** Runs SQLite's integrity check; `['ok']` when the file is sound. */

@@ -210,8 +210,8 @@ t.test('mutation check: without the index\'s secure-delete option its terms are 
 t.test('mutation check: a large forget without the index rewrite leaves its terms', async (t) => {
   const found = await mutated(t, {
     file: 'store/forget.ts',
-    from: `host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")\n    option('hashsize'`,
-    to: `option('hashsize'`,
+    from: `host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")\n    option('automerge'`,
+    to: `option('automerge'`,
   }, rewriteThenOne)
   t.ok(found.some(enTerm), `found: ${found.join('; ')}`)
 })

@@ -256,6 +256,30 @@ t.test('mutation check: without switching foreign keys back on, the store runs o
   t.equal(Number((db.prepare('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys), 0)
 })
 
+/** A large forget (the rewrite way) on a store whose index has its own `automerge`; the index settings after it. */
+async function settingsAcrossRewrite(t: Test, Store: typeof BlockStore): Promise<Record<string, number>> {
+  const store = new Store(tempStorePath('forget-settings'))
+  t.teardown(() => store.close())
+  const db = (store as unknown as { db: DatabaseSync }).db
+  db.prepare("INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('automerge', ?)").run(8n)
+  store.commitMany(Array.from({ length: 100 }, (_, i) => ({ text: `rewritten note ${i}`, scene: 'bulk' })))
+  store.commit({ text: 'a kept note' })
+  t.equal(store.forget({ scene: 'bulk' }).deleted.length, 100)
+  const rows = db.prepare("SELECT k, v FROM blocks_fts_config WHERE k IN ('automerge', 'hashsize', 'secure-delete')").all() as Array<{ k: string, v: number }>
+  return Object.fromEntries(rows.map((r) => [String(r.k), Number(r.v)]))
+}
+
+t.test('a large forget leaves the index settings it changes for the rewrite as they were', async (t) => {
+  t.same(await settingsAcrossRewrite(t, BlockStore), { automerge: 8, hashsize: 1 << 20, 'secure-delete': 1 })
+})
+
+t.test('mutation check: without setting automerge back, the index stops merging its segments after a large forget', async (t) => {
+  const m = mutant({ file: 'store/forget.ts', from: "\n    option('automerge', automerge)", to: '' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
+  t.equal((await settingsAcrossRewrite(t, Mutated)).automerge, 0)
+})
+
 /** The maintained block count, the real number of rows, and the count trigger's SQL, through a second connection. */
 function countState(path: string): { counted: number, rows: number, trigger: string | undefined } {
   const db = new DatabaseSync(path)
