@@ -131,3 +131,10 @@ t.test('mutation check: without the cleanup on a later denial, the execute liste
   const denied = await authoring(t, true, await m.load<typeof plugin>('index.ts'), true)
   t.equal(denied.after['tools/execute'], denied.idle['tools/execute']! + 1, 'it waits for an execution that never comes')
 })
+
+t.test('mutation check: a no-opinion fast path that forgets authored results leaves the execute listener on a later denial', async (t) => {
+  const m = mutant({ file: 'kernel/stages/bind.ts', from: 'if (decision === undefined && !tally && !authored.has(exec.token)) return next()', to: 'if (decision === undefined && !tally) return next()' })
+  t.teardown(() => m.remove())
+  const denied = await authoring(t, true, await m.load<typeof plugin>('index.ts'), true)
+  t.equal(denied.after['tools/execute'], denied.idle['tools/execute']! + 1, 'the authored call is not watched, so its denial is missed')
+})

@@ -10,7 +10,7 @@ import type { JsonValue } from '@deepseek-ai/dsh-session'
 import { renderPrompt, type PromptAssembly } from '@deepseek-ai/dsh-system-prompt'
 import type { PostToolDecision, PreToolDecision, ToolExecution, ToolExecutionResult } from '@deepseek-ai/dsh-tools'
 import { isPromise, type Entry, type StageHost } from './host.ts'
-import { STAGES, type Stage, type StageText, type StageTurn } from './types.ts'
+import { STAGES, type PostActionDecision, type Stage, type StageText, type StageTurn } from './types.ts'
 
 /** The loop exits HologramAgent's README promised, as options of the host row (0 / false: off). */
 export interface LoopExits {
@@ -134,8 +134,13 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     }
     const added: UserMessage[] = []
     if (host.has('pre_action', agent)) {
-      await host.run('pre_action', agent, () => ({ agent, turn, step, messages: [...input, ...added], signal }), (d, name) => {
-        if (userMessages(d.messages)) added.push(...d.messages)
+      // One batch for the handlers until one adds to it (then the next ones see the additions).
+      let batch: readonly UserMessage[] | undefined
+      await host.run('pre_action', agent, () => ({ agent, turn, step, messages: batch ??= [...input, ...added], signal }), (d, name) => {
+        if (userMessages(d.messages)) {
+          added.push(...d.messages)
+          batch = undefined
+        }
         else if (d.messages !== undefined) host.refused('pre_action', name, 'messages must be user messages made with createUserMessage')
         for (const [key, target] of [['sections', assembly?.sections], ['contexts', assembly?.contexts]] as const) {
           const texts = d[key]
@@ -176,8 +181,10 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
       if (agent !== undefined && host.has('after_output', agent)) {
         const input = { agent, turn: event.data.turn, reason: event.data.reason, text: st.lastText }
         const run = host.run('after_output', agent, () => input, () => 'next')
-        pending.add(run)
-        void run.finally(() => pending.delete(run))
+        if (run !== undefined) { // synchronous handlers have finished already
+          pending.add(run)
+          void run.finally(() => pending.delete(run))
+        }
       }
     }
   }))
@@ -246,34 +253,39 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     const agent = exec.agent
     const st = agent === undefined ? undefined : states.get(String(agent.id))
     const handled = agent !== undefined && host.has('before_toolcall', agent)
-    if (!handled && !(exits.stopWhenAllDenied && st !== undefined)) return next()
-    return (async (): Promise<PreToolDecision> => {
-      let decision: PreToolDecision | undefined
-      if (handled) {
-        const input = { agent, turn: st?.turn ?? 0, step: (st?.stepsEnded ?? 0) + 1, callId: exec.callId, name: exec.name, arguments: exec.arguments, signal: exec.signal }
-        await host.run('before_toolcall', agent, () => input, (d, name) => {
-          if (d.kind === 'allow') return 'next'
-          if (d.kind === 'deny') decision = { kind: 'deny', reason: String(d.reason) }
-          else if (d.kind === 'ask') decision = d.reason === undefined ? { kind: 'ask' } : { kind: 'ask', reason: String(d.reason) }
-          else if (d.kind === 'result' && 'value' in d) {
-            authored.set(exec.token, d.value)
-            if (outstanding++ === 0) sync() // listen to `tools/execute` until the result is served
-          }
-          else {
-            host.refused('before_toolcall', name, `not a decision: ${JSON.stringify(d)}`)
-            return 'next'
-          }
-          return 'stop'
-        })
+    /** stopWhenAllDenied counts the step's calls and denials. */
+    const tally = exits.stopWhenAllDenied && st !== undefined
+    if (!handled && !tally) return next()
+    let decision: PreToolDecision | undefined
+    /** The final decision, watched only when something depends on it (a tally, an authored result). */
+    const decide = (): Promise<PreToolDecision> => {
+      if (decision === undefined && !tally && !authored.has(exec.token)) return next()
+      return (decision === undefined ? next() : Promise.resolve(decision)).then((final) => {
+        if (final.kind === 'deny' && authored.delete(exec.token) && --outstanding === 0) sync() // a later policy denied the call: no execution comes
+        if (tally && exec.parent === undefined) {
+          st.calls++
+          if (final.kind === 'deny') st.denied++
+        }
+        return final
+      })
+    }
+    if (!handled) return decide()
+    const input = { agent, turn: st?.turn ?? 0, step: (st?.stepsEnded ?? 0) + 1, callId: exec.callId, name: exec.name, arguments: exec.arguments, signal: exec.signal }
+    const ran = host.run('before_toolcall', agent, () => input, (d, name) => {
+      if (d.kind === 'allow') return 'next'
+      if (d.kind === 'deny') decision = { kind: 'deny', reason: String(d.reason) }
+      else if (d.kind === 'ask') decision = d.reason === undefined ? { kind: 'ask' } : { kind: 'ask', reason: String(d.reason) }
+      else if (d.kind === 'result' && 'value' in d) {
+        authored.set(exec.token, d.value)
+        if (outstanding++ === 0) sync() // listen to `tools/execute` until the result is served
       }
-      const final = decision ?? await next()
-      if (final.kind === 'deny' && authored.delete(exec.token) && --outstanding === 0) sync() // a later policy denied the call: no execution comes
-      if (st !== undefined && exec.parent === undefined) {
-        st.calls++
-        if (final.kind === 'deny') st.denied++
+      else {
+        host.refused('before_toolcall', name, `not a decision: ${JSON.stringify(d)}`)
+        return 'next'
       }
-      return final
-    })()
+      return 'stop'
+    })
+    return ran === undefined ? decide() : ran.then(decide)
   }, { prepend: true }))
 
   // Only while an authored result waits for its execution: a before_toolcall handler that authors
@@ -296,7 +308,8 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
   host.watch(sync)
   sync()
 
-  async function afterToolcall(exec: ToolExecution, agent: Agent, result: Readonly<ToolExecutionResult>, next: () => Promise<PostToolDecision>): Promise<PostToolDecision> {
+  /** The after_toolcall handlers on one result; synchronous handlers that change nothing hand straight on to `next()`. */
+  function afterToolcall(exec: ToolExecution, agent: Agent, result: Readonly<ToolExecutionResult>, next: () => Promise<PostToolDecision>): Promise<PostToolDecision> {
     const st = states.get(String(agent.id))
     let content: readonly ContentBlock[] = result.content
     let value: JsonValue | undefined = result.isError ? undefined : result.value
@@ -304,7 +317,7 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     let feedback: ContentBlock[] | undefined
     const contexts: UserMessage[] = []
     const base = { agent, turn: st?.turn ?? 0, step: (st?.stepsEnded ?? 0) + 1, callId: exec.callId, name: exec.name, arguments: exec.arguments, signal: exec.signal, isError: result.isError }
-    await host.run('after_toolcall', agent, () => ({ ...base, content, ...(value === undefined ? {} : { value }) }), (d, name) => {
+    const ran = host.run('after_toolcall', agent, () => ({ ...base, content, ...(value === undefined ? {} : { value }) }), (d, name) => {
       if (userMessages(d.contexts)) contexts.push(...d.contexts)
       else if (d.contexts !== undefined) host.refused('after_toolcall', name, 'contexts must be user messages made with createUserMessage')
       if (d.kind === 'block' && Array.isArray(d.feedback)) {
@@ -321,39 +334,81 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
       }
       return 'next'
     })
-    const additional = contexts.length > 0 ? { additionalContexts: contexts } : {}
-    if (feedback !== undefined) return { kind: 'block', feedback, ...additional }
-    if (replaced === 'value') return { kind: 'accept', value: value!, ...additional }
-    if (replaced === 'content') return { kind: 'accept', content: [...content], ...additional }
-    if (contexts.length > 0) return { kind: 'accept', ...additional }
-    return next()
+    const decided = (): PostToolDecision | undefined => {
+      const additional = contexts.length > 0 ? { additionalContexts: contexts } : {}
+      if (feedback !== undefined) return { kind: 'block', feedback, ...additional }
+      if (replaced === 'value') return { kind: 'accept', value: value!, ...additional }
+      if (replaced === 'content') return { kind: 'accept', content: [...content], ...additional }
+      if (contexts.length > 0) return { kind: 'accept', ...additional }
+      return undefined
+    }
+    const finish = (): Promise<PostToolDecision> => {
+      const decision = decided()
+      return decision === undefined ? next() : Promise.resolve(decision)
+    }
+    return ran === undefined ? finish() : ran.then(finish)
   }
 
   /**
-   * The stream with every chunk passed through the post_action handlers, in order. A synchronous
-   * handler is not awaited, and a chunk that every handler keeps allocates no list.
+   * The stream with every chunk passed through the post_action handlers, in order. While the
+   * handlers answer synchronously a chunk costs one `then` on the source and nothing is awaited;
+   * a chunk that every handler keeps allocates no list. An asynchronous handler is awaited.
    */
-  async function * transformed(stream: AsyncIterable<StreamChunk>, entries: Entry<'post_action'>[], turn: StageTurn): AsyncIterable<StreamChunk> {
-    for await (const chunk of stream) {
-      let current: readonly StreamChunk[] | undefined // undefined: still just `chunk`
-      for (const entry of entries) {
-        const input = current ?? [chunk]
-        let out: StreamChunk[] | undefined // allocated once a handler replaces or drops a chunk
-        for (let i = 0; i < input.length; i++) {
-          const c = input[i]!
-          const called = host.invoke(entry, { ...turn, chunk: c })
-          const d = isPromise(called) ? await called : called
-          if (d === undefined) {
-            out?.push(c)
-            continue
-          }
-          out ??= input.slice(0, i)
-          if (d !== null) out.push(...(Array.isArray(d) ? d as StreamChunk[] : [d as StreamChunk]))
-        }
-        if (out !== undefined) current = out
+  function transformed(stream: AsyncIterable<StreamChunk>, entries: readonly Entry<'post_action'>[], turn: StageTurn): AsyncIterable<StreamChunk> {
+    /** One handler on one chunk: the chunk itself when kept, else what replaces it (`[]`: dropped). */
+    const one = (entry: Entry<'post_action'>, chunk: StreamChunk): Passed | Promise<Passed> => {
+      const called = host.invoke(entry, { ...turn, chunk })
+      return isPromise(called) ? called.then((d) => replacement(chunk, d)) : replacement(chunk, called)
+    }
+    /** One handler on the chunks an earlier handler made of one (rare: asynchronous throughout). */
+    const each = async (entry: Entry<'post_action'>, chunks: readonly StreamChunk[]): Promise<Passed> => {
+      const out: StreamChunk[] = []
+      for (const c of chunks) {
+        const d = await one(entry, c)
+        if (Array.isArray(d)) out.push(...d)
+        else out.push(d as StreamChunk)
       }
-      if (current === undefined) yield chunk
-      else for (const c of current) yield c
+      return out
+    }
+    const through = (entry: Entry<'post_action'>, current: Passed): Passed | Promise<Passed> =>
+      Array.isArray(current) ? each(entry, current) : one(entry, current as StreamChunk)
+    /** Every handler from `from` on, after the pending result of the one before. */
+    const rest = async (pending: Promise<Passed>, from: number): Promise<Passed> => {
+      let current = await pending
+      for (let e = from; e < entries.length; e++) current = await through(entries[e]!, current)
+      return current
+    }
+    const pass = (chunk: StreamChunk): Passed | Promise<Passed> => {
+      let current: Passed = chunk
+      for (let e = 0; e < entries.length; e++) {
+        const r = through(entries[e]!, current)
+        if (isPromise(r)) return rest(r, e + 1)
+        current = r
+      }
+      return current
+    }
+    return {
+      [Symbol.asyncIterator](): AsyncIterator<StreamChunk> {
+        const source = stream[Symbol.asyncIterator]()
+        let queued: readonly StreamChunk[] = [] // the chunks one was replaced by, not yet handed on
+        let at = 0
+        const deliver = (out: Passed): IteratorResult<StreamChunk> | Promise<IteratorResult<StreamChunk>> => {
+          if (!Array.isArray(out)) return { done: false, value: out as StreamChunk }
+          if (out.length === 0) return pull() // dropped: on to the next chunk
+          queued = out
+          at = 1
+          return { done: false, value: out[0]! }
+        }
+        const pull = (): Promise<IteratorResult<StreamChunk>> => source.next().then((r) => {
+          if (r.done === true) return r
+          const out = pass(r.value)
+          return isPromise(out) ? out.then(deliver) : deliver(out)
+        })
+        return {
+          next: () => (at < queued.length ? Promise.resolve({ done: false, value: queued[at++]! }) : pull()),
+          return: (value?: unknown) => source.return?.(value) ?? Promise.resolve({ done: true, value }),
+        }
+      },
     }
   }
 
@@ -362,6 +417,15 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
       while (pending.size > 0) await Promise.all([...pending])
     },
   }
+}
+
+/** A chunk after post_action handlers: the one chunk, or the list it became (empty: dropped). */
+type Passed = StreamChunk | readonly StreamChunk[]
+
+/** What a post_action decision makes of `chunk`. */
+function replacement(chunk: StreamChunk, d: PostActionDecision | void | undefined): Passed {
+  if (d === undefined) return chunk
+  return d === null ? [] : d as PostActionDecision & Passed
 }
 
 /**

@@ -34,7 +34,13 @@ export type Visit = 'next' | 'stop'
  * response raced; here a handler always sees its predecessors' decisions.)
  */
 export class StageHost {
-  private readonly entries = new Map<Stage, Entry<Stage>[]>(STAGES.map((s) => [s, []]))
+  /**
+   * Each stage's handlers in running order. Copy-on-write: a registration or removal replaces the
+   * list, so a list once handed out is a snapshot and `applicable` can hand out the list itself.
+   */
+  private readonly entries = new Map<Stage, readonly Entry<Stage>[]>(STAGES.map((s) => [s, []]))
+  /** Per stage, whether some handler is scoped to fewer than all agents (then `applicable` filters). */
+  private readonly scoped = new Map<Stage, boolean>(STAGES.map((s) => [s, false]))
   private readonly calls = counters()
   private readonly errors = counters()
   private readonly exits = { maxStepsPerTurn: 0, stopWhenAllDenied: 0 }
@@ -52,8 +58,7 @@ export class StageHost {
    * typo fails at registration rather than silently never running.
    */
   add<S extends Stage>(stage: S, handler: StageHandler<S>, options: StageOptions = {}): () => void {
-    const list = this.entries.get(stage)
-    if (list === undefined) {
+    if (!this.entries.has(stage)) {
       const hint = (stage as string) === 'before_output'
         ? ': dsh has no gate for the final text (it streams as it is generated); use post_action to transform it or after_output to observe it'
         : `; the stages are ${STAGES.join(', ')}`
@@ -67,15 +72,18 @@ export class StageHost {
       throw new TypeError(`stage ${stage}: agents must be 'all', { preset: id } or a function`)
     }
     const entry: Entry<S> = { stage, handler, order, serial: ++this.serial, agents, name: options.name ?? (handler.name || 'anonymous') }
-    list.push(entry as unknown as Entry<Stage>)
-    list.sort((a, b) => a.order - b.order || a.serial - b.serial)
-    this.changed()
+    this.replace(stage, [...this.entries.get(stage)!, entry as unknown as Entry<Stage>].sort((a, b) => a.order - b.order || a.serial - b.serial))
     return () => {
-      const at = list.indexOf(entry as unknown as Entry<Stage>)
-      if (at < 0) return
-      list.splice(at, 1)
-      this.changed()
+      const list = this.entries.get(stage)!
+      if (!list.includes(entry as unknown as Entry<Stage>)) return
+      this.replace(stage, list.filter((e) => e !== (entry as unknown as Entry<Stage>)))
     }
+  }
+
+  private replace(stage: Stage, list: readonly Entry<Stage>[]): void {
+    this.entries.set(stage, list)
+    this.scoped.set(stage, list.some((e) => e.agents !== 'all'))
+    this.changed()
   }
 
   /** How many handlers `stage` has, for any agent. */
@@ -94,30 +102,56 @@ export class StageHost {
 
   /** True when some handler of `stage` applies to `agent` (the binding's fast path). */
   has(stage: Stage, agent: Agent): boolean {
-    return this.entries.get(stage)!.some((e) => applies(e.agents, agent))
+    const list = this.entries.get(stage)!
+    if (!this.scoped.get(stage)) return list.length > 0
+    return list.some((e) => applies(e.agents, agent))
   }
 
   /**
    * Runs the handlers of `stage` that apply to `agent`, sequentially. `input` is asked for each
    * handler's input (so it reflects earlier decisions); `visit` receives each decision and may
-   * stop the stage. A throwing handler is counted, logged and skipped.
+   * stop the stage. A throwing handler is counted, logged and skipped. While the handlers answer
+   * synchronously the stage runs synchronously and returns `undefined`; from the first handler
+   * that returns a promise on, the rest run after it and the promise of that is returned. So a
+   * stage of synchronous handlers costs no promise at all, and a caller awaits only what it gets.
    */
-  async run<S extends Stage>(stage: S, agent: Agent, input: () => StageInputs[S], visit: (decision: Decision<S>, name: string) => Visit): Promise<void> {
-    for (const entry of this.applicable(stage, agent)) {
-      const called = this.invoke(entry, input())
-      const decision = isPromise(called) ? await called : called
-      if (decision === undefined || decision === null) continue
-      if (typeof decision !== 'object') this.refused(stage, entry.name, `not a decision: ${String(decision)}`)
-      else if (visit(decision as Decision<S>, entry.name) === 'stop') return
+  run<S extends Stage>(stage: S, agent: Agent, input: () => StageInputs[S], visit: (decision: Decision<S>, name: string) => Visit): Promise<void> | undefined {
+    const entries = this.applicable(stage, agent)
+    for (let i = 0; i < entries.length; i++) {
+      const called = this.invoke(entries[i]!, input())
+      if (isPromise(called)) return this.resume(stage, entries, i, called, input, visit)
+      if (this.decide(stage, entries[i]!, called, visit) === 'stop') return undefined
     }
+    return undefined
+  }
+
+  /** `run` from handler `i`, whose decision is still pending, on: each handler after the one before it. */
+  private async resume<S extends Stage>(stage: S, entries: readonly Entry<S>[], i: number, pending: Promise<StageDecisions[S] | undefined>, input: () => StageInputs[S], visit: (decision: Decision<S>, name: string) => Visit): Promise<void> {
+    for (let called: StageDecisions[S] | undefined | Promise<StageDecisions[S] | undefined> = pending; ;) {
+      const decision = isPromise(called) ? await called : called
+      if (this.decide(stage, entries[i]!, decision, visit) === 'stop' || ++i >= entries.length) return
+      called = this.invoke(entries[i]!, input())
+    }
+  }
+
+  /** Hands one decision to `visit`; "no opinion" goes on to the next handler, a non-object is refused. */
+  private decide<S extends Stage>(stage: S, entry: Entry<S>, decision: StageDecisions[S] | undefined, visit: (decision: Decision<S>, name: string) => Visit): Visit {
+    if (decision === undefined || decision === null) return 'next'
+    if (typeof decision !== 'object') {
+      this.refused(stage, entry.name, `not a decision: ${String(decision)}`)
+      return 'next'
+    }
+    return visit(decision as Decision<S>, entry.name)
   }
 
   /**
    * The handlers of `stage` that apply to `agent`, in running order. A snapshot: a handler that
-   * registers or removes handlers changes the next run, not this one.
+   * registers or removes handlers changes the next run, not this one. Without scoped handlers it
+   * is the stage's list itself, so no list is allocated per dispatch.
    */
-  applicable<S extends Stage>(stage: S, agent: Agent): Entry<S>[] {
-    return this.entries.get(stage)!.filter((e) => applies(e.agents, agent)) as unknown as Entry<S>[]
+  applicable<S extends Stage>(stage: S, agent: Agent): readonly Entry<S>[] {
+    const list = this.entries.get(stage)! as unknown as readonly Entry<S>[]
+    return this.scoped.get(stage) ? list.filter((e) => applies(e.agents, agent)) : list
   }
 
   /**
