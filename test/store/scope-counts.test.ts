@@ -7,14 +7,14 @@
  * rowid given out again, and the upgrade of a file that already holds notes.
  */
 import { DatabaseSync } from 'node:sqlite'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { blockId } from '../../lib/store/block-id.ts'
 import { MIGRATIONS, migrate } from '../../lib/store/schema.ts'
 import { GLOBAL_SCOPE } from '../../lib/store/scope-key.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { tempStorePath } from '../helpers/harness.ts'
-import { mutant } from '../helpers/mutant.ts'
+import { mutant, type Edit } from '../helpers/mutant.ts'
 
 const WS_A = 'workspace:/projects/a'
 const WS_B = 'workspace:/projects/b'
@@ -28,6 +28,17 @@ function walked(path: string): Array<{ scope: string, notes: number }> {
   } finally {
     db.close()
   }
+}
+
+/** A store on a new file, opened with a copy of `lib/` that has `edit` applied; both removed at teardown. */
+async function mutatedStore(t: Test, edit: Edit): Promise<{ store: BlockStore, path: string }> {
+  const m = mutant(edit)
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
+  const path = tempStorePath()
+  const store = new Mutated(path)
+  t.teardown(() => store.close())
+  return { store, path }
 }
 
 type Store = Pick<BlockStore, 'scopes'>
@@ -138,24 +149,14 @@ t.test('upgrading a file that already holds notes starts the counts at what it h
 })
 
 t.test('mutation: an existing block joining a scope without being counted leaves the count too low', async (t) => {
-  const m = mutant({ file: 'store/scopes.ts', from: '    if (joined) countJoined(this.deps, scope, id)', to: '    if (joined && Math.random() < 0) countJoined(this.deps, scope, id)' })
-  t.teardown(() => m.remove())
-  const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
-  const path = tempStorePath()
-  const store = new Mutated(path)
-  t.teardown(() => store.close())
+  const { store, path } = await mutatedStore(t, { file: 'store/scopes.ts', from: '    if (joined) countJoined(this.deps, scope, id)', to: '    if (joined && Math.random() < 0) countJoined(this.deps, scope, id)' })
   const id = store.commit({ text: 'a folded note' }).id
   store.scopes.add([id], WS_A)
   t.notSame(store.scopes.counts(), walked(path), 'counting the join is what keeps the count exact')
 })
 
 t.test('mutation: without the decrement, a scope move leaves the count too high', async (t) => {
-  const m = mutant({ file: 'store/scope-counts.ts', from: 'UPDATE scope_counts SET n = n - 1 WHERE', to: 'UPDATE scope_counts SET n = n WHERE' })
-  t.teardown(() => m.remove())
-  const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
-  const path = tempStorePath()
-  const store = new Mutated(path)
-  t.teardown(() => store.close())
+  const { store, path } = await mutatedStore(t, { file: 'store/scope-counts.ts', from: 'UPDATE scope_counts SET n = n - 1 WHERE', to: 'UPDATE scope_counts SET n = n WHERE' })
   const id = store.commit({ text: 'a note to move' }).id
   store.commit({ text: 'a note that stays' })
   store.scopes.set([id], WS_A)
@@ -164,12 +165,7 @@ t.test('mutation: without the decrement, a scope move leaves the count too high'
 })
 
 t.test('mutation: a delete that leaves the mark in place loses a membership in a freed rowid', async (t) => {
-  const m = mutant({ file: 'store/scope-counts.ts', from: ' WHERE old.block_rowid >= mark;', to: ' WHERE false;' })
-  t.teardown(() => m.remove())
-  const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
-  const path = tempStorePath()
-  const store = new Mutated(path)
-  t.teardown(() => store.close())
+  const { store, path } = await mutatedStore(t, { file: 'store/scope-counts.ts', from: ' WHERE old.block_rowid >= mark;', to: ' WHERE false;' })
   store.commitMany([{ text: 'the oldest note' }, { text: 'the newest note', scope: WS_A }])
   store.forget(blockId('the newest note'))
   const raw = new DatabaseSync(path) // a write that does not fold, into the freed rowid
@@ -180,13 +176,8 @@ t.test('mutation: a delete that leaves the mark in place loses a membership in a
 })
 
 t.test('mutation: counting only the folded number misses a membership written without folding', async (t) => {
-  const m = mutant({ file: 'store/scope-counts.ts', from: `0)
+  const { store, path } = await mutatedStore(t, { file: 'store/scope-counts.ts', from: `0)
     + (SELECT count(*) FROM memberships WHERE block_rowid > (SELECT mark FROM scope_count_mark) AND scope = ?1) AS n`, to: '0) AS n' })
-  t.teardown(() => m.remove())
-  const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
-  const path = tempStorePath()
-  const store = new Mutated(path)
-  t.teardown(() => store.close())
   store.commit({ text: 'a folded note' })
   const raw = new DatabaseSync(path)
   const rowid = raw.prepare(`INSERT INTO blocks (id, text, created_at, updated_at) VALUES (?, ?, 1, 1)`).run(blockId('an unfolded note'), 'an unfolded note').lastInsertRowid
