@@ -62,7 +62,9 @@ export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder |
   if (!languageDeclared(text, embedder.languages)) return markDegraded(lexical(), 'language_gated')
 
   const candidates = options.candidates ?? DEFAULT_CANDIDATES
-  const lexHits = recallBlocks(store, query, { topK: candidates, scopes: options.scopes })
+  // Decided once for both lists: a union that covers the store is read unscoped, as `recallBlocks` does.
+  const scopes = options.scopes !== undefined && store.scopes.coversAll(options.scopes) ? undefined : options.scopes
+  const lexHits = recallBlocks(store, query, { topK: candidates, scopes })
   if (isAbstention(lexHits)) return lexHits
 
   let queryVector: Float32Array
@@ -79,7 +81,6 @@ export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder |
 
   const allowLang = (lang: string) => lang === 'und' || embedder.languages.includes(lang)
   const minCosine = options.minCosine ?? DEFAULT_MIN_COSINE
-  const scopes = options.scopes !== undefined && store.scopes.coversAll(options.scopes) ? undefined : options.scopes // as `recallBlocks`
   const inScope = new Map<string, boolean>()
   const member = (id: string) => {
     let known = inScope.get(id)
