@@ -1,5 +1,5 @@
 /**
- * `npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity] [--explain] [--json]`
+ * `npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity] [--explain] [--cache DIR] [--json]`
  *
  * The shared team layer on a private PostgreSQL server on loopback (started and stopped here,
  * as the tests do), against the local path in the same run:
@@ -19,9 +19,13 @@
  *    its fifth call), to stderr.
  * 4. With `--parity`: R@5 of the eval sets (../shared/eval) shared into the team layer vs the
  *    SQLite path (bench/team/parity.ts), global and scoped (each scope a namespace of its own).
+ * With `--cache DIR` the filled server data folder and local store are kept in DIR and reused by
+ * a later run with the same `--notes` and `--seed` (step 1 skipped; `--writes 0` skips step 3,
+ * which would add its notes to both): so runs of two versions of the code can alternate on the
+ * same data without filling it each time.
  * The last line is one JSON object with every figure.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -44,6 +48,7 @@ import { parity } from './team/parity.ts'
 const { values: args } = parseArgs({ options: {
   notes: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' }, writes: { type: 'string', default: '250' },
   parity: { type: 'boolean', default: false }, explain: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, seed: { type: 'string', default: '7' },
+  cache: { type: 'string' },
 } })
 const N = Number(args.notes)
 const Q = Number(args.queries)
@@ -98,18 +103,26 @@ function literal(value: unknown): string {
   return String(value)
 }
 
-const server = await startPostgres()
-const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-team-'))
-const result: Record<string, unknown> = { notes: N, queries: Q, seed: SEED, loadBefore: loadavg() }
+const server = await startPostgres(args.cache === undefined ? {} : { keep: join(args.cache, 'pg') })
+const dir = args.cache ?? mkdtempSync(join(tmpdir(), 'stablemem-bench-team-'))
+const filledMark = join(dir, 'filled.json')
+const filledAs = JSON.stringify({ notes: N, seed: SEED })
+const cached = args.cache !== undefined && existsSync(filledMark) && readFileSync(filledMark, 'utf8') === filledAs
+const result: Record<string, unknown> = { notes: N, queries: Q, seed: SEED, cached, loadBefore: loadavg() }
 try {
-  const admin = await server.admin()
-  await admin.query('CREATE DATABASE bench')
-  await admin.query("CREATE ROLE bench_team LOGIN PASSWORD 'bench'")
-  await admin.end()
-  const owner = await server.admin('bench')
-  await migrateTeamSchema(owner, 'bench')
-  await grantTeam(owner, 'bench_team', 'bench')
-  await owner.end()
+  if (!cached) {
+    const admin = await server.admin()
+    await admin.query('DROP DATABASE IF EXISTS bench')
+    await admin.query('DROP ROLE IF EXISTS bench_team')
+    await admin.query('CREATE DATABASE bench')
+    await admin.query("CREATE ROLE bench_team LOGIN PASSWORD 'bench'")
+    await admin.end()
+    const owner = await server.admin('bench')
+    await migrateTeamSchema(owner, 'bench')
+    await grantTeam(owner, 'bench_team', 'bench')
+    await owner.end()
+    rmSync(join(dir, 'memory.db'), { force: true })
+  }
   const connect = async () => {
     const c = new pg.Client({ host: '127.0.0.1', port: server.port, user: 'bench_team', password: 'bench', database: 'bench' })
     c.on('error', () => {}) // the server stops under it when a step fails
@@ -122,7 +135,7 @@ try {
 
   // 1. Fill both layers.
   let [, fill] = await timed(async () => {
-    for (let from = 0; from < N; from += 500) {
+    for (let from = 0; from < (cached ? 0 : N); from += 500) {
       const notes = []
       for (let i = from; i < Math.min(N, from + 500); i++) notes.push({ text: gen.block(i).text, source: 'bench' })
       await shareNotes(client, notes, options)
@@ -131,19 +144,20 @@ try {
   // What autovacuum does in time: statistics for the planner, the visibility map for index-only scans of the postings.
   const vacuum = await server.admin('bench')
   vacuum.on('error', () => {}) // the server stops under it when a step fails
-  for (const table of ['notes', 'postings', 'terms']) await vacuum.query(`VACUUM ANALYZE stablemem.${table}`)
+  if (!cached) for (const table of ['notes', 'postings', 'terms']) await vacuum.query(`VACUUM ANALYZE stablemem.${table}`)
   const backendPids = async () => (await vacuum.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE usename = 'bench_team'")).rows.map((r) => r.pid)
   const storePath = join(dir, 'memory.db')
   const store = new BlockStore(storePath)
   const [, localFill] = await timed(() => {
-    for (let from = 0; from < N; from += 500) {
+    for (let from = 0; from < (cached ? 0 : N); from += 500) {
       const notes = []
       for (let i = from; i < Math.min(N, from + 500); i++) notes.push({ text: gen.block(i).text, source: 'bench' })
       store.commitMany(notes)
     }
   })
-  result.fill = { teamNotesPerS: Math.round(N / (fill.wall / 1000)), localNotesPerS: Math.round(N / (localFill.wall / 1000)) }
-  log(`fill: team ${N} notes in ${(fill.wall / 1000).toFixed(1)} s; local in ${(localFill.wall / 1000).toFixed(1)} s`)
+  if (args.cache !== undefined) writeFileSync(filledMark, filledAs)
+  if (!cached) result.fill = { teamNotesPerS: Math.round(N / (fill.wall / 1000)), localNotesPerS: Math.round(N / (localFill.wall / 1000)) }
+  if (!cached) log(`fill: team ${N} notes in ${(fill.wall / 1000).toFixed(1)} s; local in ${(localFill.wall / 1000).toFixed(1)} s`)
 
   // 2. Recall, per kind, alternating the three paths.
   process.env.STABLEMEM_BENCH_TEAM_PW = 'bench'
@@ -151,10 +165,10 @@ try {
     { secrets: 'redact', maxBlockChars: 32_768, logger: { info() {}, warn() {}, error() {} } })
   await layer.start()
   const merged = async (query: string) => {
-    let localIds: readonly string[] = []
-    const team = layer.recall(query, TOP_K, () => localIds)
+    let localDone: (ids: readonly string[]) => void = () => {}
+    const team = layer.recall(query, TOP_K, new Promise((resolve) => { localDone = resolve }))
     let hits = await recallBlocksHybrid(store, null, query, { topK: TOP_K })
-    localIds = hits.map((h) => h.id)
+    localDone(hits.map((h) => h.id))
     const answer = await team
     if ('result' in answer) hits = mergeTeamHits(hits, answer.result, TOP_K)
     return gateHits(hits, { minRelevance: config.minRelevance, falloff: config.relevanceFalloff, minScore: config.minScore, topK: MAX_TOP_K })
@@ -170,7 +184,7 @@ try {
     const s = { team: [] as Sample[], local: [] as Sample[], merged: [] as Sample[] }
     for (let i = 0; i < Q; i++) {
       const query = gen.query(kind, Math.floor((i + 0.5) * N / Q))
-      s.team.push((await timed(() => teamRecall(client, 'bench', query, TOP_K, () => []), direct))[1])
+      s.team.push((await timed(() => teamRecall(client, 'bench', query, TOP_K), direct))[1])
       s.local.push((await timed(() => recallBlocksHybrid(store, null, query, { topK: TOP_K })))[1])
       s.merged.push((await timed(() => merged(query), pooled))[1])
     }
@@ -185,7 +199,7 @@ try {
       const sent: pg.QueryConfig[] = []
       const recorder = { query: (config: pg.QueryConfig) => { sent.push(config); return client.query(config) } }
       const query = gen.query(kind, Math.floor(0.5 * N / Q))
-      await teamRecall(recorder as unknown as pg.ClientBase, 'bench', query, TOP_K, () => [])
+      await teamRecall(recorder as unknown as pg.ClientBase, 'bench', query, TOP_K)
       for (const [i, statement] of sent.entries()) {
         await client.query(`SET plan_cache_mode = force_generic_plan; PREPARE explained AS ${statement.text}`)
         const values = statement.values ?? []
@@ -204,16 +218,19 @@ try {
   await vacuum.end()
 
   // 3. Commit rate: 8 concurrent clients, one shared note per transaction; local single commits beside.
-  const clients = await Promise.all(Array.from({ length: 8 }, connect))
-  const [, shared] = await timed(() => Promise.all(clients.map(async (c, w) => {
-    for (let i = 0; i < WRITES; i++) await shareNotes(c, [{ text: `writer ${w} note ${i}: ${gen.block(N + w * WRITES + i).text}` }], options)
-  })))
-  const [, local] = await timed(() => {
-    for (let i = 0; i < 8 * WRITES; i++) store.commit({ text: `local note ${i}: ${gen.block(N + i).text}`, source: 'bench' })
-  })
-  result.commits = { teamPerS8Clients: Math.round(8 * WRITES / (shared.wall / 1000)), localPerS: Math.round(8 * WRITES / (local.wall / 1000)), commits: 8 * WRITES }
-  log(`commits: team ${JSON.stringify(result.commits)}`)
-  await Promise.all(clients.map((c) => c.end()))
+  if (WRITES > 0) {
+    rmSync(filledMark, { force: true }) // the cached layers now hold more notes
+    const clients = await Promise.all(Array.from({ length: 8 }, connect))
+    const [, shared] = await timed(() => Promise.all(clients.map(async (c, w) => {
+      for (let i = 0; i < WRITES; i++) await shareNotes(c, [{ text: `writer ${w} note ${i}: ${gen.block(N + w * WRITES + i).text}` }], options)
+    })))
+    const [, local] = await timed(() => {
+      for (let i = 0; i < 8 * WRITES; i++) store.commit({ text: `local note ${i}: ${gen.block(N + i).text}`, source: 'bench' })
+    })
+    result.commits = { teamPerS8Clients: Math.round(8 * WRITES / (shared.wall / 1000)), localPerS: Math.round(8 * WRITES / (local.wall / 1000)), commits: 8 * WRITES }
+    log(`commits: team ${JSON.stringify(result.commits)}`)
+    await Promise.all(clients.map((c) => c.end()))
+  }
   store.close()
 
   // 4. Parity on the eval sets.
@@ -238,7 +255,7 @@ try {
   process.exitCode = 1
 } finally {
   await server.stop()
-  rmSync(dir, { recursive: true, force: true })
+  if (args.cache === undefined) rmSync(dir, { recursive: true, force: true })
 }
 result.loadAfter = loadavg()
 console.log(JSON.stringify(result))

@@ -312,16 +312,18 @@ export class StableMem extends Service {
     const scopes = this.scopePolicy.recallUnion(options.scope)
     const store = this.open()
     const topK = inject ? (options.topK ?? this.config.topK) : options.topK
-    let localIds: readonly string[] = []
-    // Asked first, answered within its budget while the local recall runs (`lib/team/layer.ts`).
-    const team = options.team === false ? undefined : this.team?.recall(query, clampTopK(topK), () => localIds)
+    let localDone: (ids: readonly string[]) => void = () => {}
+    const localIds = new Promise<readonly string[]>((resolve) => { localDone = resolve })
+    // Sent first, answered within its budget on the team's thread while the local recall runs (`lib/team/layer.ts`).
+    const team = options.team === false ? undefined : this.team?.recall(query, clampTopK(topK), localIds)
     let hits: HybridHits
     try {
-      hits = await recallBlocksHybrid(store, this.embedder, query, {
+      const local = recallBlocksHybrid(store, this.embedder, query, {
         topK, recordAccess: false, scopes,
         budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
       })
-      localIds = hits.map((h) => h.id)
+      local.then((found) => localDone(found.map((h) => h.id)), () => localDone([]))
+      hits = await local
       const answer = await team
       if (answer !== undefined && 'result' in answer) hits = mergeTeamHits(hits, answer.result, clampTopK(topK))
       const scenes = sceneKeys.length > 0 && !isAbstention(hits)

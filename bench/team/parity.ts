@@ -25,7 +25,7 @@ export async function parity(client: pg.ClientBase, set: EvalSet, mode: 'scoped'
     for (const q of set.queries.filter((q) => mode === 'global' || q.scope === scope)) {
       const mine = recallBlocks(store, q.query, { topK: 10, abstain: false })
       local.push({ category: q.category, gold: q.gold, ranked: mine.flatMap((h) => evalIds.get(h.id) ?? [h.id]) })
-      const theirs = await teamRecall(client, namespace, q.query, 10, () => [])
+      const theirs = await teamRecall(client, namespace, q.query, 10)
       team.push({ category: q.category, gold: q.gold, ranked: theirs.hits.flatMap((h) => evalIds.get(h.id) ?? [h.id]) })
     }
     store.close()

@@ -30,21 +30,33 @@ export function teamTarget(url: string): TeamTarget {
 }
 
 /**
- * A connection pool to the team database: the role and database from `team.url`, the password
- * from the environment variable `team.passwordEnv` (read once, here). Errors of idle connections
- * (the server restarted) go to `onIdleError` instead of crashing the process; the pool opens new
- * connections on the next call.
+ * The settings of a connection pool to the team database: the role and database from
+ * `team.url`, the password from the environment variable `team.passwordEnv` (read once, here).
+ * Plain data, so the recall thread (`recall-thread.ts`) opens its own pool with the same.
  */
-export function openTeamPool(config: TeamConfig, env: NodeJS.ProcessEnv, onIdleError: (error: Error) => void): { pool: pg.Pool, target: TeamTarget } {
+export function teamPoolConfig(config: TeamConfig, env: NodeJS.ProcessEnv): { pool: pg.PoolConfig, target: TeamTarget } {
   const target = teamTarget(config.url)
   const password = config.passwordEnv === '' ? undefined : env[config.passwordEnv]
-  const pool = new pg.Pool({
-    ...target, password: password ?? '',
-    max: config.poolSize, connectionTimeoutMillis: config.connectTimeoutMs, idleTimeoutMillis: 30_000,
-    application_name: 'dsh-stablemem', allowExitOnIdle: true, statement_timeout: STATEMENT_TIMEOUT_MS,
-  })
+  return {
+    pool: {
+      ...target, password: password ?? '',
+      max: config.poolSize, connectionTimeoutMillis: config.connectTimeoutMs, idleTimeoutMillis: 30_000,
+      application_name: 'dsh-stablemem', allowExitOnIdle: true, statement_timeout: STATEMENT_TIMEOUT_MS,
+    },
+    target,
+  }
+}
+
+/**
+ * A connection pool to the team database (`teamPoolConfig`). Errors of idle connections (the
+ * server restarted) go to `onIdleError` instead of crashing the process; the pool opens new
+ * connections on the next call.
+ */
+export function openTeamPool(config: TeamConfig, env: NodeJS.ProcessEnv, onIdleError: (error: Error) => void): { pool: pg.Pool, target: TeamTarget, settings: pg.PoolConfig } {
+  const { pool: settings, target } = teamPoolConfig(config, env)
+  const pool = new pg.Pool(settings)
   pool.on('error', onIdleError)
-  return { pool, target }
+  return { pool, target, settings }
 }
 
 /** Turns a connection failure into a `TeamError` that says what to fix. */

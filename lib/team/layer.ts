@@ -7,7 +7,8 @@ import type { TeamConfig } from './config.ts'
 import { connectFailure, openTeamPool, type TeamTarget } from './connection.ts'
 import { TeamError } from './errors.ts'
 import { migrateTeamSchema } from './schema.ts'
-import { TeamRecallLate, teamRecall, type TeamResult } from './search.ts'
+import { TeamRecallThread } from './recall-thread.ts'
+import { TeamRecallLate, type TeamResult } from './search.ts'
 import type { ForgetTarget } from '../store/forget.ts'
 import { forgetShared, type SharedForgetResult } from './forget.ts'
 import { shareNotes, type SharedNoteInput, type ShareResult } from './write.ts'
@@ -74,6 +75,7 @@ export class TeamLayer {
   private readonly pool: pg.Pool
   private readonly target: TeamTarget
   private readonly breaker: CircuitBreaker
+  private readonly thread: TeamRecallThread
   private state: TeamState = 'starting'
   private error: string | undefined
   private checking: Promise<void> | undefined
@@ -87,11 +89,12 @@ export class TeamLayer {
     if (config.namespace === '') throw new TeamError('config', 'team.namespace is required when team.url is set')
     this.config = config
     this.options = options
-    const { pool, target } = openTeamPool(config, options.env ?? process.env, (error) => {
+    const { pool, target, settings } = openTeamPool(config, options.env ?? process.env, (error) => {
       options.logger.warn('team memory connection lost (%s); it reconnects on the next call', error.message)
     })
     this.pool = pool
     this.target = target
+    this.thread = new TeamRecallThread(settings)
     this.breaker = new CircuitBreaker({ failureThreshold: FAILURE_THRESHOLD, cooldownMs: options.cooldownMs ?? DEFAULT_COOLDOWN_MS })
   }
 
@@ -123,6 +126,7 @@ export class TeamLayer {
       } finally {
         client.release()
       }
+      await this.thread.ready()
       if (this.state === 'down') this.options.logger.info('team memory %s is reachable again', this.where())
       this.state = 'ready'
       this.error = undefined
@@ -155,32 +159,24 @@ export class TeamLayer {
 
   /**
    * The team layer's notes for a query within `budgetMs`, or the reason there are none. Never
-   * throws. `localIds` (read once the team's candidates arrive) are the local hits to check for
-   * team notes that supersede them.
+   * throws. The recall runs on the team's thread (`recall-thread.ts`) and is sent before this
+   * returns, so the server and that thread work while the caller runs its local recall;
+   * `localIds` resolves with the local hits' ids once it is done, to check them for team notes
+   * that supersede them.
    */
-  async recall(query: string, topK: number, localIds: () => readonly string[], budgetMs = this.config.budgetMs): Promise<{ result: TeamResult } | { reason: TeamDegradedReason }> {
+  async recall(query: string, topK: number, localIds: PromiseLike<readonly string[]> = Promise.resolve([]), budgetMs = this.config.budgetMs): Promise<{ result: TeamResult } | { reason: TeamDegradedReason }> {
     if (this.closed || this.state === 'failed') return this.degrade('unavailable')
     if (!this.breaker.tryAcquire()) return this.degrade('circuit_open')
     let timedOut = false
     const lateAfter = performance.now() + budgetMs
-    const work = (async () => {
-      if (this.state !== 'ready') {
-        await this.start()
-        const now = this.state as TeamState
-        if (now !== 'ready') throw new TeamError(now === 'failed' ? 'permission' : 'unreachable', this.error ?? 'team layer not ready')
-      }
-      const client = await this.pool.connect()
-      let broken: Error | undefined
-      try {
-        return await teamRecall(client, this.config.namespace, query, topK, localIds, lateAfter)
-      } catch (error) {
-        // A recall that ran out of time stopped between statements: its connection is fine to reuse.
-        if (!(error instanceof TeamRecallLate)) broken = error as Error
-        throw error
-      } finally {
-        client.release(broken)
-      }
-    })()
+    const work = this.state === 'ready'
+      ? this.thread.recall(this.config.namespace, query, topK, localIds, lateAfter)
+      : (async () => {
+          await this.start()
+          const now = this.state as TeamState
+          if (now !== 'ready') throw new TeamError(now === 'failed' ? 'permission' : 'unreachable', this.error ?? 'team layer not ready')
+          return await this.thread.recall(this.config.namespace, query, topK, localIds, lateAfter)
+        })()
     const settled = work.then((result) => {
       if (!timedOut) this.breaker.success()
       return result
@@ -273,7 +269,7 @@ export class TeamLayer {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await this.pool.end().catch(() => {})
+    await Promise.all([this.pool.end().catch(() => {}), this.thread.close()])
   }
 }
 

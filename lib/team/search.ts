@@ -125,13 +125,26 @@ const SUPERSEDED = {
 export class TeamRecallLate extends Error {}
 
 /**
- * Runs one team recall on a connected client. `localIds` (the local hits, to check for team
- * notes superseding them) is read when the candidates are asked for — the local recall has
- * usually finished by then — and, if it was still empty, once more at the end.
- * Past `deadline` (a `performance.now()` time) it stops before its next step: the work runs on
- * the agent's event loop, and scoring a result nobody waits for would only delay the turn.
+ * What a team recall knows of the local recall running beside it (`layer.ts`): `now()` is its
+ * hits' ids once it is done, undefined before; `done` resolves with them. The team recall checks
+ * them for team notes that supersede them.
  */
-export async function teamRecall(client: pg.ClientBase, namespace: string, query: string, topK: number, localIds: () => readonly string[], deadline = Infinity): Promise<TeamResult> {
+export interface LocalIds {
+  now(): readonly string[] | undefined
+  done: PromiseLike<readonly string[]>
+}
+
+/** For a team recall with no local recall beside it. */
+export const NO_LOCAL: LocalIds = { now: () => [], done: Promise.resolve([]) }
+
+/**
+ * Runs one team recall on a connected client. The local ids are sent with the candidates when
+ * the local recall is done by then; otherwise they are awaited at the end (within the deadline)
+ * and asked about in one more statement.
+ * Past `deadline` (a `performance.now()` time) it stops before its next step: scoring a result
+ * nobody waits for would only take CPU from the turn.
+ */
+export async function teamRecall(client: pg.ClientBase, namespace: string, query: string, topK: number, local: LocalIds = NO_LOCAL, deadline = Infinity): Promise<TeamResult> {
   const late = () => {
     if (performance.now() > deadline) throw new TeamRecallLate('the team recall ran out of its budget')
   }
@@ -189,10 +202,10 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
       if (phrase?.tokens.length === 1) exactKeys.add(phraseKey(phrase.column, phrase.tokens))
     }
   }
-  const ids = localIds()
+  const ids = local.now()
   const avgLength = notes > 0 ? tokenTotal / notes : 0
   const found = await client.query<DbRow>({ ...CANDIDATES_SQL, rowMode: 'array', values: [namespace, [...weights.keys()], [...weights.values()],
-    postings > SEARCH_POSTINGS, [...exactKeys], K1 * (1 - B), avgLength > 0 ? K1 * B / avgLength : 0, [...ids]] })
+    postings > SEARCH_POSTINGS, [...exactKeys], K1 * (1 - B), avgLength > 0 ? K1 * B / avgLength : 0, [...ids ?? []]] })
   late()
   const answer = found.rows.find((r) => r[0] === null)
   snapshot.addRows(found.rows.filter((r) => r[0] !== null).map(fromDb))
@@ -204,9 +217,22 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
     const variants = /^v\d/.test(d) ? [d, d.slice(1)] : symbolVariants(d)
     return variants.some((v) => snapshot.matchCount(matchPhrase(v)) > 0)
   }))
-  // The local recall usually finished before the candidates were asked for; if not, ask now.
-  const after = ids.length > 0 ? [] : localIds()
+  // Not done when the candidates were asked for: wait for the local recall (within the deadline), then ask.
+  const after = ids !== undefined ? [] : await untilLate(local.done, deadline)
+  late()
   const superseded = after.length > 0 ? (await client.query<{ superseded: string[] | null }>({ ...SUPERSEDED, values: [namespace, [...after]] })).rows[0]!.superseded : answer?.[8]
   const supersededLocal = new Set(superseded ?? [])
   return { hits, heldSymbols, supersededLocal }
+}
+
+/** `done`'s value, or nothing once `deadline` (a `performance.now()` time) passed. */
+async function untilLate(done: PromiseLike<readonly string[]>, deadline: number): Promise<readonly string[]> {
+  if (deadline === Infinity) return await done
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<readonly string[]>((resolve) => { timer = setTimeout(() => resolve([]), Math.max(0, deadline - performance.now())) })
+  try {
+    return await Promise.race([done, late])
+  } finally {
+    clearTimeout(timer)
+  }
 }

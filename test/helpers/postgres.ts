@@ -7,7 +7,7 @@
  * server behind. No fixed ports, no shared folders: other engineers' tests run at the same time.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -72,25 +72,32 @@ async function freePort(): Promise<number> {
   })
 }
 
-/** Starts a private server; call `stop()` in teardown. */
-export async function startPostgres(): Promise<PgServer> {
+/**
+ * Starts a private server; call `stop()` in teardown. With `keep` (a folder; benchmarks only) the
+ * data folder lives there and outlives `stop()`: a later start reuses it and its password.
+ */
+export async function startPostgres(options: { keep?: string } = {}): Promise<PgServer> {
   const bin = pgBinDir()
   const owner = runAs()
-  const root = mkdtempSync(join(tmpdir(), 'stablemem-pg-'))
+  const kept = options.keep !== undefined && existsSync(join(options.keep, 'data', 'PG_VERSION'))
+  const root = options.keep ?? mkdtempSync(join(tmpdir(), 'stablemem-pg-'))
+  if (options.keep !== undefined) spawnSync('mkdir', ['-p', root])
   const data = join(root, 'data')
   const sockets = join(root, 'sock')
-  const password = `pw-${process.pid}-${Math.random().toString(36).slice(2)}`
   const pwfile = join(root, 'pw')
-  writeFileSync(pwfile, `${password}\n`)
+  const password = kept ? readFileSync(pwfile, 'utf8').trim() : `pw-${process.pid}-${Math.random().toString(36).slice(2)}`
+  if (!kept) writeFileSync(pwfile, `${password}\n`)
   if (owner) {
     chownSync(root, owner.uid, owner.gid)
     chownSync(pwfile, owner.uid, owner.gid)
   }
   chmodSync(root, 0o700)
   const as = owner ?? {}
-  const init = spawnSync(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync'], { ...as, encoding: 'utf8' })
-  if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`)
-  spawnSync('mkdir', [sockets], as)
+  if (!kept) {
+    const init = spawnSync(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync'], { ...as, encoding: 'utf8' })
+    if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`)
+  }
+  spawnSync('mkdir', ['-p', sockets], as)
   let port = 0
   let child: ChildProcess | undefined
 
@@ -168,7 +175,7 @@ export async function startPostgres(): Promise<PgServer> {
         proc.kill('SIGINT') // fast shutdown
         await gone
       }
-      rmSync(root, { recursive: true, force: true })
+      if (options.keep === undefined) rmSync(root, { recursive: true, force: true })
     },
   }
 }

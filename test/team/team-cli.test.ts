@@ -57,7 +57,7 @@ t.test('team init, commit --shared, share, doctor --team', async (t) => {
   const layer = new TeamLayer({ url: server.url('teamcli', 'ops'), namespace: 'ops', member: 'x', passwordEnv: 'STABLEMEM_TEST_OPS_PW', budgetMs: 10_000, connectTimeoutMs: 3000, poolSize: 1 },
     { secrets: 'redact', maxBlockChars: 32_768, logger: { info() {}, warn() {}, error() {} } })
   t.teardown(() => layer.close())
-  const answer = await layer.recall('值班电话是多少', 5, () => [])
+  const answer = await layer.recall('值班电话是多少', 5)
   t.match(answer, { result: { hits: [{ text: 'ops 值班电话 4321', team: { member: 'oscar' } }] } })
   t.ok(new BlockStore(db).get(id))
 })

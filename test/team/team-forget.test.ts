@@ -84,7 +84,7 @@ t.test('each filter deletes exactly its notes in the caller\'s namespace, statis
     t.same(kept, expected, `${name}: counts, document frequencies and postings match the rows`)
     t.same(await texts(cb), beta, `${name}: the other team's notes are untouched`)
   }
-  const found = await teamRecall(ca, 'alpha', 'billing 服务端口', 5, () => [])
+  const found = await teamRecall(ca, 'alpha', 'billing 服务端口', 5)
   t.same(found.hits, [], 'a forgotten note is not recalled')
 })
 
@@ -115,7 +115,7 @@ t.test('a forgotten note\'s supersede is undone; ids report unknown', async (t) 
   const [next] = await shareNotes(ca, [{ text: 'billing port 8500', source: 'fix', supersedes: old!.id }], options)
   const result = await forgetShared(ca, 'alpha', { source: 'fix' })
   t.same(result.restored, [old!.id], 'the replaced note is current again')
-  t.same((await teamRecall(ca, 'alpha', 'billing port', 5, () => [])).hits.map((h) => h.id), [old!.id])
+  t.same((await teamRecall(ca, 'alpha', 'billing port', 5)).hits.map((h) => h.id), [old!.id])
   const missing = 'blk_000000000000000000000000'
   const byIds = await forgetShared(ca, 'alpha', [old!.id, missing, next!.id])
   t.same([byIds.deleted.map((n) => n.id), byIds.unknown], [[old!.id], [missing, next!.id]])

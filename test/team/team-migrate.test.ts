@@ -90,7 +90,7 @@ t.test('version 1 → current: postings backfilled under forced row-level securi
   t.equal((await owner.query("SELECT to_regclass('stablemem.notes_text_trgm') AS trgm")).rows[0].trgm, null, 'the trigram index, read by no statement since phrases go through the postings, is gone')
   for (const q of QUERIES) {
     const local = recallBlocks(store, q, { topK: 5, abstain: false })
-    const found = await teamRecall(team, 'old', q, 5, () => [])
+    const found = await teamRecall(team, 'old', q, 5)
     t.same(found.hits.map((h) => [h.id, h.score.toFixed(9)]), local.map((h) => [h.id, h.score.toFixed(9)]), q)
   }
   const [shared] = await shareNotes(team, [{ text: 'the build cache lives on 10.4.4.4' }], { namespace: 'old', member: 'm', secrets: 'redact', maxBlockChars: 32_768 })
@@ -129,7 +129,7 @@ t.test('version 2 → current: the trigram index goes, the notes stay, phrases a
   t.same(kept, expected, 'the statistics are untouched')
   for (const q of QUERIES) {
     const local = recallBlocks(store, q, { topK: 5, abstain: false })
-    const found = await teamRecall(team, 'two', q, 5, () => [])
+    const found = await teamRecall(team, 'two', q, 5)
     t.same(found.hits.map((h) => [h.id, h.score.toFixed(9)]), local.map((h) => [h.id, h.score.toFixed(9)]), q)
   }
 })

@@ -62,15 +62,15 @@ t.test('phrases rank on the team layer as in the local store', async (t) => {
   const client = await connect()
   for (const q of QUERIES) {
     const local = recallBlocks(store, q, { topK: 5, abstain: false })
-    const team = await teamRecall(client, 'phrase', q, 5, () => [])
+    const team = await teamRecall(client, 'phrase', q, 5)
     t.same(ranked(team.hits), ranked(local), q)
   }
-  const ip = await teamRecall(client, 'phrase', '10.3.7.9 上跑的是什么', 5, () => [])
+  const ip = await teamRecall(client, 'phrase', '10.3.7.9 上跑的是什么', 5)
   t.ok(ip.hits.some((h) => h.text.includes('10-3-7-9')), 'the phrase with other separators is found, as FTS5 finds it')
   t.notOk(ip.hits.slice(0, 2).some((h) => h.text.includes('10.3.9.7')), 'the same tokens in another order do not hold the phrase')
   t.ok(ip.heldSymbols.has('10.3.7.9'))
-  t.same([...(await teamRecall(client, 'phrase', 'what is 10.7.3.99 used for?', 5, () => [])).heldSymbols], [], 'a phrase with a token no note holds is not held')
-  t.same([...(await teamRecall(client, 'phrase', ABSENT, 5, () => [])).heldSymbols], [], 'nor one whose tokens notes hold only in other orders')
+  t.same([...(await teamRecall(client, 'phrase', 'what is 10.7.3.99 used for?', 5)).heldSymbols], [], 'a phrase with a token no note holds is not held')
+  t.same([...(await teamRecall(client, 'phrase', ABSENT, 5)).heldSymbols], [], 'nor one whose tokens notes hold only in other orders')
 })
 
 t.test('mutation: without the confirmation on the server, notes holding the tokens in another order are taken for holders', async (t) => {
@@ -78,5 +78,5 @@ t.test('mutation: without the confirmation on the server, notes holding the toke
   t.teardown(() => m.remove())
   const mutated = await m.load<typeof import('../../lib/team/search.ts')>('team/search.ts')
   const client = await connect() // its own connection: the mutated statement keeps the prepared statement's name
-  t.same([...(await mutated.teamRecall(client, 'phrase', ABSENT, 5, () => [])).heldSymbols], ['10.9.3.7'], 'an absent symbol counts as held: no abstention')
+  t.same([...(await mutated.teamRecall(client, 'phrase', ABSENT, 5)).heldSymbols], ['10.9.3.7'], 'an absent symbol counts as held: no abstention')
 })

@@ -100,7 +100,7 @@ t.test('the team layer ranks like the local store', async (t) => {
   }
   for (const q of QUERIES) {
     const local = recallBlocks(store, q, { topK: 5, abstain: false })
-    const team = await teamRecall(ca, 'alpha', q, 5, () => [])
+    const team = await teamRecall(ca, 'alpha', q, 5)
     t.same(team.hits.map((h) => [h.id, h.score.toFixed(9), h.relevance.toFixed(9)]), local.map((h) => [h.id, h.score.toFixed(9), h.relevance.toFixed(9)]), q)
   }
 })
@@ -111,9 +111,9 @@ t.test('forgetting a shared note takes it out of the statistics; what it superse
   await forgetShared(ca, 'alpha', { all: true })
   const [old] = await share(ca, 'alpha', 'billing port 8499')
   const [next] = await shareNotes(ca, [{ text: 'billing port 8500', supersedes: old!.id }], { namespace: 'alpha', member: 'm', secrets: 'redact', maxBlockChars: 32_768 })
-  t.same((await teamRecall(ca, 'alpha', 'billing port', 5, () => [])).hits.map((h) => h.id), [next!.id], 'the superseded note is not recalled')
+  t.same((await teamRecall(ca, 'alpha', 'billing port', 5)).hits.map((h) => h.id), [next!.id], 'the superseded note is not recalled')
   t.same((await forgetShared(ca, 'alpha', [next!.id])).deleted.map((n) => n.id), [next!.id])
-  t.same((await teamRecall(ca, 'alpha', 'billing port', 5, () => [])).hits.map((h) => h.id), [old!.id], 'the older note is current again')
+  t.same((await teamRecall(ca, 'alpha', 'billing port', 5)).hits.map((h) => h.id), [old!.id], 'the older note is current again')
   t.same((await ca.query('SELECT notes::int FROM stablemem.stats')).rows, [{ notes: 1 }])
   t.same((await ca.query("SELECT df FROM stablemem.terms WHERE term = 'l:8500'")).rows, [], 'its terms are gone')
   const [masked] = await share(ca, 'alpha', 'deploy token sk-live-abcdefghijklmnopqrstuvwxyz0123456789')
