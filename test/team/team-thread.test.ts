@@ -1,0 +1,106 @@
+/**
+ * The team recall on its own thread (`lib/team/recall-thread.ts`), on a real server: the thread
+ * returns what the same recall returns on the caller's thread (hits, scores, who shared them, the
+ * held symbols); a local recall that finishes only after the team's candidates were asked for
+ * still has its notes checked for team notes superseding them; a local recall that never
+ * finishes does not hold the thread's connection past the budget. Mutation checks: without the
+ * wait for the local ids, a superseded local note stays; without the deadline on that wait, the
+ * next recall finds no free connection.
+ */
+import t from 'tap'
+import pg from 'pg'
+import { TeamLayer } from '../../lib/team/layer.ts'
+import { teamRecall, type LocalIds } from '../../lib/team/search.ts'
+import { shareNotes } from '../../lib/team/write.ts'
+import { BlockStore } from '../../lib/store/store.ts'
+import { mutant } from '../helpers/mutant.ts'
+import { startTeamDb, type TeamDb, type TeamRole } from './setup.ts'
+
+let db: TeamDb
+let role: TeamRole
+let client: pg.Client
+const store = new BlockStore(':memory:')
+t.teardown(() => store.close())
+let localId = ''
+
+const connect = async (): Promise<pg.Client> => {
+  const c = new pg.Client({ host: '127.0.0.1', port: db.server.port, user: role.role, password: role.password, database: db.database })
+  await c.connect()
+  t.teardown(() => c.end())
+  return c
+}
+
+t.before(async () => {
+  db = await startTeamDb()
+  role = await db.role('team_thread', 'thread')
+  client = await connect()
+  localId = store.commit({ text: 'the nightly backup runs on host 10.4.4.4' }).id
+  const filler = Array.from({ length: 30 }, (_, i) => ({ text: `filler note ${i}: the ${['billing', 'search', 'auth'][i % 3]} service listens on port ${4000 + i}` }))
+  await shareNotes(client, [...filler, { text: 'the nightly backup moved to host 10.6.6.6', supersedes: localId }, { text: 'billing 服务的端口是 8499' }],
+    { namespace: 'thread', member: 'alice', secrets: 'redact', maxBlockChars: 32_768 })
+})
+t.teardown(() => db?.stop())
+
+const layerOf = (Layer: typeof TeamLayer, extra: Record<string, unknown> = {}) => new Layer({ ...(role.config('bob') as Record<string, unknown>), budgetMs: 10_000, connectTimeoutMs: 3000, poolSize: 4, ...extra } as never,
+  { secrets: 'redact', maxBlockChars: 32_768, logger: { info() {}, warn() {}, error() {} } })
+
+/** Local ids not known yet when the team recall first asks (for its candidates), known a moment later. */
+function lateLocal(ids: readonly string[]): LocalIds {
+  let known: readonly string[] | undefined
+  let arrive: (ids: readonly string[]) => void = () => {}
+  const done = new Promise<readonly string[]>((resolve) => { arrive = resolve })
+  return {
+    now: () => {
+      const seen = known
+      if (seen === undefined) setImmediate(() => { known = ids; arrive(ids) })
+      return seen
+    },
+    done,
+  }
+}
+
+t.test('the thread returns what the recall returns on this thread', async (t) => {
+  const layer = layerOf(TeamLayer)
+  t.teardown(() => layer.close())
+  await layer.start()
+  for (const query of ['billing 服务端口是多少', 'where does the nightly backup run', 'which service listens on port 4007', 'what is on 10.6.6.6']) {
+    const here = await teamRecall(client, 'thread', query, 5)
+    const there = await layer.recall(query, 5)
+    t.ok('result' in there, query)
+    if (!('result' in there)) continue
+    t.same(there.result.hits, here.hits, `${query}: the same hits, scores and labels`)
+    t.same([...there.result.heldSymbols], [...here.heldSymbols], `${query}: the same held symbols`)
+  }
+  const answer = await layer.recall('where does the nightly backup run', 5, Promise.resolve([localId]))
+  t.same('result' in answer ? [...answer.result.supersededLocal] : answer, [localId], 'the local ids reach the thread')
+})
+
+t.test('a local recall done after the candidates: its notes are still checked for supersedes. Mutation: without the wait they are not', async (t) => {
+  const found = await teamRecall(client, 'thread', 'where does the nightly backup run', 5, lateLocal([localId]))
+  t.same([...found.supersededLocal], [localId], 'the local note the team note replaces is dropped by the merge')
+  const m = mutant({ file: 'team/search.ts', from: 'const after = ids !== undefined ? [] : await untilLate(local.done, deadline)', to: 'const after: readonly string[] = []' })
+  t.teardown(() => m.remove())
+  const mutated = await m.load<typeof import('../../lib/team/search.ts')>('team/search.ts')
+  const own = await connect() // its own connection: the mutated module prepares statements under the same names
+  const missed = await mutated.teamRecall(own, 'thread', 'where does the nightly backup run', 5, lateLocal([localId]))
+  t.same([...missed.supersededLocal], [], 'the superseded local note would stay')
+})
+
+t.test('a local recall that never finishes does not hold the connection past the budget. Mutation: without that deadline it does', async (t) => {
+  const never = new Promise<readonly string[]>(() => {})
+  const run = async (Layer: typeof TeamLayer) => {
+    const layer = layerOf(Layer, { poolSize: 1 })
+    t.teardown(() => layer.close())
+    await layer.start()
+    const first = await layer.recall('where does the nightly backup run', 5, never, 300)
+    const next = await layer.recall('billing 服务端口是多少', 5, Promise.resolve([]), 5_000)
+    return { first, next }
+  }
+  const real = await run(TeamLayer)
+  t.same(real.first, { reason: 'timeout' }, 'the turn stopped waiting at its budget')
+  t.ok('result' in real.next, 'the next recall got the connection back')
+  const m = mutant({ file: 'team/search.ts', from: 'if (deadline === Infinity) return await done', to: 'return await done' })
+  t.teardown(() => m.remove())
+  const mutated = await run((await m.load<typeof import('../../lib/team/layer.ts')>('team/layer.ts')).TeamLayer)
+  t.notOk('result' in mutated.next, 'the connection stayed with the recall waiting for the local ids')
+})
