@@ -1,5 +1,5 @@
 /**
- * `npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity] [--explain] [--cache DIR] [--json]`
+ * `npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity] [--explain] [--cache DIR] [--budget 60] [--json]`
  *
  * The shared team layer on a private PostgreSQL server on loopback (started and stopped here,
  * as the tests do), against the local path in the same run:
@@ -7,11 +7,14 @@
  *    committed into a local SQLite store (`commitMany`).
  * 2. Per query kind, alternating: shared recall (`teamRecall`, warm connection), local recall
  *    (`recallBlocksHybrid`, as the service calls it), and the merged per-turn recall as the
- *    service runs it (team asked first within `team.budgetMs`, the local recall meanwhile, merge,
+ *    service runs it (team asked first within `team.budgetMs` — `--budget`, default 60: under load
+ *    a bigger one keeps the team's answer in every merged recall —, the local recall meanwhile, merge,
  *    relevance gate) — p50/p99 wall and CPU time: this process's (`process.cpuUsage`) and, for
  *    the team paths, with the server backends' CPU added (`/proc/PID/schedstat` of the
  *    connections used, read outside the timed span), which under load says more than the wall
- *    time — and how many merged recalls ran out of budget.
+ *    time; and this thread's CPU alone (`process.threadCpuUsage`): with the team recall on a
+ *    thread of its own, what the merged turn's critical path spent — and how many merged recalls
+ *    ran out of budget.
  * 3. Commits per second: 8 concurrent clients sharing one note per transaction, beside local
  *    single-note commits in this process.
  * With `--explain`, the server plans of each recall statement for the first query of every kind:
@@ -48,17 +51,19 @@ import { parity } from './team/parity.ts'
 const { values: args } = parseArgs({ options: {
   notes: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' }, writes: { type: 'string', default: '250' },
   parity: { type: 'boolean', default: false }, explain: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, seed: { type: 'string', default: '7' },
-  cache: { type: 'string' },
+  cache: { type: 'string' }, budget: { type: 'string', default: '60' },
 } })
 const N = Number(args.notes)
 const Q = Number(args.queries)
 const WRITES = Number(args.writes)
 const SEED = Number(args.seed)
+const BUDGET_MS = Number(args.budget)
 const log = (line: string) => (args.json ? console.error : console.log)(line)
 const config = resolveConfig({})
 const TOP_K = config.topK
 
-interface Sample { wall: number, cpu: number, server: number }
+/** `thread`: the CPU of this (the turn's) thread alone; `cpu` adds the process's other threads (the team recall's). */
+interface Sample { wall: number, cpu: number, thread: number, server: number }
 /** CPU time each server process of `pids` has used, in ms (`/proc/PID/schedstat`, ns resolution); absent where unreadable. */
 function serverCpu(pids: readonly number[]): Map<number, number> {
   const out = new Map<number, number>()
@@ -76,13 +81,15 @@ function serverCpu(pids: readonly number[]): Map<number, number> {
 async function timed<T>(fn: () => Promise<T> | T, pids: () => Promise<number[]> = async () => []): Promise<[T, Sample]> {
   const before = serverCpu(await pids())
   const cpu = process.cpuUsage()
+  const own = process.threadCpuUsage()
   const t0 = performance.now()
   const value = await fn()
   const wall = performance.now() - t0
   const used = process.cpuUsage(cpu)
+  const mine = process.threadCpuUsage(own)
   let server = 0
   for (const [pid, ms] of serverCpu(await pids())) server += ms - (before.get(pid) ?? 0)
-  return [value, { wall, cpu: (used.user + used.system) / 1000, server }]
+  return [value, { wall, cpu: (used.user + used.system) / 1000, thread: (mine.user + mine.system) / 1000, server }]
 }
 function q(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
@@ -92,6 +99,8 @@ const summary = (samples: Sample[]) => ({
   // p99.9 of fewer than 1,000 samples is their maximum.
   p50: q(samples.map((s) => s.wall), 0.5), p99: q(samples.map((s) => s.wall), 0.99), p999: q(samples.map((s) => s.wall), 0.999),
   cpuP50: q(samples.map((s) => s.cpu), 0.5), cpuP99: q(samples.map((s) => s.cpu), 0.99), cpuP999: q(samples.map((s) => s.cpu), 0.999),
+  // What the turn's own thread spent: the critical path's CPU when the team recall runs on its own thread.
+  threadCpuP50: q(samples.map((s) => s.thread), 0.5), threadCpuP99: q(samples.map((s) => s.thread), 0.99),
   // Client and server CPU of each recall together: what it costs on a machine with idle cores, bar the loopback round trips.
   ...(samples.some((s) => s.server > 0) ? { serverCpuP50: q(samples.map((s) => s.server), 0.5), clientPlusServerCpuP50: q(samples.map((s) => s.cpu + s.server), 0.5), clientPlusServerCpuP99: q(samples.map((s) => s.cpu + s.server), 0.99),
     clientPlusServerCpuP999: q(samples.map((s) => s.cpu + s.server), 0.999) } : {}),
@@ -161,7 +170,7 @@ try {
 
   // 2. Recall, per kind, alternating the three paths.
   process.env.STABLEMEM_BENCH_TEAM_PW = 'bench'
-  const layer = new TeamLayer({ url: server.url('bench', 'bench_team'), namespace: 'bench', member: 'bench', passwordEnv: 'STABLEMEM_BENCH_TEAM_PW', budgetMs: 60, connectTimeoutMs: 3000, poolSize: 4 },
+  const layer = new TeamLayer({ url: server.url('bench', 'bench_team'), namespace: 'bench', member: 'bench', passwordEnv: 'STABLEMEM_BENCH_TEAM_PW', budgetMs: BUDGET_MS, connectTimeoutMs: 3000, poolSize: 4 },
     { secrets: 'redact', maxBlockChars: 32_768, logger: { info() {}, warn() {}, error() {} } })
   await layer.start()
   const merged = async (query: string) => {
@@ -213,7 +222,7 @@ try {
     mergedOutOfBudget: layer.stats().degraded.timeout - degradedBefore.timeout,
     // Merged recalls that got no team answer, by reason (a run of timeouts opens the circuit: those turns do not wait at all).
     mergedDegraded: Object.fromEntries(Object.entries(layer.stats().degraded).map(([k, n]) => [k, n - degradedBefore[k as keyof typeof degradedBefore]])),
-    mergedTotal: all.merged.length, budgetMs: 60 }
+    mergedTotal: all.merged.length, budgetMs: BUDGET_MS }
   await layer.close()
   await vacuum.end()
 

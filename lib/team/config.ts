@@ -30,7 +30,7 @@ export const TeamConfig: Schema<TeamConfig> = Schema.object({
   connectTimeoutMs: Schema.natural().min(100).max(60_000).default(3_000)
     .description('Timeout of one connection attempt to PostgreSQL, in ms (startup check, reconnects).'),
   poolSize: Schema.natural().min(1).max(64).default(4)
-    .description('Most connections this process keeps open to the team database.'),
+    .description('Most connections this process keeps open to the team database in each of its two pools (writes and checks; recalls, on their own thread).'),
 })
 
 /**

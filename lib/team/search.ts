@@ -41,12 +41,19 @@ export interface TeamResult {
   supersededLocal: Set<string>
 }
 
-/** Rows the server ranks for the OR search: the local search keeps `CANDIDATES`; the margin absorbs rounding at the cut. */
-const RANKED_ROWS = CANDIDATES + 56
+/**
+ * Rows the server sends for the OR search, its best by bm25 (also of the newest holders of a lone
+ * common term). The local search keeps `CANDIDATES` (200) and scores them all, but what it
+ * returns comes from the top of that list: coverage, the character backoff and scene context
+ * move a note a few places, not from the bottom of 200 to the top 5 of a turn's recall. Sending
+ * 64 rather than 256 halves the client's CPU (parsing, unpacking tokens, scoring again) and keeps
+ * R@5 on every eval set (docs/benchmarks.md).
+ */
+const RANKED_ROWS = 64
 /** Rows per single-token exact symbol: the local search keeps `EXACT_CANDIDATES`. */
 const EXACT_ROWS = EXACT_CANDIDATES + 14
-/** Most holders returned per multi-token phrase. */
-const PHRASE_ROWS = 200
+/** Most holders returned per multi-token phrase, the shortest (the best by bm25 for one occurrence), as many as per single-token symbol. */
+const PHRASE_ROWS = EXACT_ROWS
 /** Most holders of a phrase's rarest token read to find the phrase. */
 const PHRASE_SCAN = 4_000
 /** Most multi-token phrases looked up per query. */
@@ -108,7 +115,8 @@ const CANDIDATES_SQL = {
   text: `WITH q AS (SELECT * FROM unnest($2::text[], $3::float8[]) AS q(term, idf)),
     ranked AS (SELECT p.seq FROM q JOIN stablemem.postings p ON p.namespace = $1 AND p.term = q.term WHERE NOT $4
       GROUP BY p.seq ORDER BY sum(q.idf * p.tf / (p.tf + $6::float8 + $7::float8 * p.doc_len)) DESC, p.seq DESC LIMIT ${RANKED_ROWS}),
-    newest AS (SELECT p.seq FROM stablemem.postings p WHERE $4 AND p.namespace = $1 AND p.term = ($2::text[])[1] ORDER BY p.seq DESC LIMIT ${CANDIDATES}),
+    newest AS (SELECT s.seq FROM (SELECT p.seq, p.tf, p.doc_len FROM stablemem.postings p WHERE $4 AND p.namespace = $1 AND p.term = ($2::text[])[1] ORDER BY p.seq DESC LIMIT ${CANDIDATES}) s
+      ORDER BY s.tf / (s.tf + $6::float8 + $7::float8 * s.doc_len) DESC, s.seq DESC LIMIT ${RANKED_ROWS}),
     exact AS (SELECT x.seq FROM unnest($5::text[]) AS e(term) CROSS JOIN LATERAL (SELECT p.seq FROM stablemem.postings p
       WHERE p.namespace = $1 AND p.term = e.term ORDER BY p.tf / (p.tf + $6::float8 + $7::float8 * p.doc_len) DESC, p.seq DESC LIMIT ${EXACT_ROWS}) x)
     SELECT n.seq, n.id, n.text, n.toks, n.member, n.created_at, n.scene, n.superseded_by, NULL::text[] AS superseded FROM stablemem.notes n
