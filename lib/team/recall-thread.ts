@@ -80,7 +80,11 @@ export class TeamRecallThread {
    * sent when `localIds` resolves. `deadline` is a `performance.now()` time of this thread.
    */
   recall(namespace: string, query: string, topK: number, localIds: PromiseLike<readonly string[]>, deadline: number): Promise<TeamResult> {
-    if (this.worker === undefined) this.spawn()
+    try {
+      if (this.worker === undefined) this.spawn()
+    } catch (error) {
+      return Promise.reject(error) // the layer's recall never throws: it counts this as an error
+    }
     const worker = this.worker!
     const id = this.next++
     const answer = new Promise<TeamResult>((resolve, reject) => this.pending.set(id, { resolve, reject }))
