@@ -32,13 +32,16 @@ interface Pending {
  */
 export class TeamRecallThread {
   private readonly settings: pg.PoolConfig
+  private readonly script: URL
   private worker: Worker | undefined
   private booted: Promise<void> | undefined
   private next = 0
   private readonly pending = new Map<number, Pending>()
 
-  constructor(settings: pg.PoolConfig) {
+  /** `script`: the worker's module (tests give one that dies). */
+  constructor(settings: pg.PoolConfig, script: URL = WORKER) {
     this.settings = settings
+    this.script = script
   }
 
   /** Starts the thread if it is not running; resolves once it can take recalls. */
@@ -48,7 +51,7 @@ export class TeamRecallThread {
   }
 
   private spawn(): void {
-    const worker = new Worker(WORKER, { workerData: this.settings })
+    const worker = new Worker(this.script, { workerData: this.settings })
     worker.unref() // a process with nothing else to do exits; the layer's close() ends the thread
     this.worker = worker
     this.booted = new Promise<void>((resolve, reject) => {
@@ -100,10 +103,14 @@ export class TeamRecallThread {
     const worker = this.worker
     this.worker = undefined
     if (worker === undefined) return
-    const gone = new Promise((resolve) => worker.once('exit', resolve))
-    worker.postMessage({ type: 'close' } satisfies RecallRequest)
-    const timer = setTimeout(() => void worker.terminate(), 1_000)
-    await gone
-    clearTimeout(timer)
+    await new Promise<void>((resolve) => {
+      // A thread that does not end by itself within a second (or had already died) is terminated.
+      const timer = setTimeout(() => void worker.terminate().finally(resolve), 1_000)
+      worker.once('exit', () => {
+        clearTimeout(timer)
+        resolve()
+      })
+      worker.postMessage({ type: 'close' } satisfies RecallRequest)
+    })
   }
 }

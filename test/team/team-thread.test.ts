@@ -3,12 +3,18 @@
  * returns what the same recall returns on the caller's thread (hits, scores, who shared them, the
  * held symbols); a local recall that finishes only after the team's candidates were asked for
  * still has its notes checked for team notes superseding them; a local recall that never
- * finishes does not hold the thread's connection past the budget. Mutation checks: without the
- * wait for the local ids, a superseded local note stays; without the deadline on that wait, the
- * next recall finds no free connection.
+ * finishes does not hold the thread's connection past the budget; a thread that dies fails its
+ * pending recall and the next recall starts another. Mutation checks: without the wait for the
+ * local ids, a superseded local note stays; without the deadline on that wait, the next recall
+ * finds no free connection; with the dead thread kept, the next recall is never answered.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import t from 'tap'
 import pg from 'pg'
+import { teamPoolConfig } from '../../lib/team/connection.ts'
+import { TeamRecallThread } from '../../lib/team/recall-thread.ts'
 import { TeamLayer } from '../../lib/team/layer.ts'
 import { teamRecall, type LocalIds } from '../../lib/team/search.ts'
 import { shareNotes } from '../../lib/team/write.ts'
@@ -92,8 +98,10 @@ t.test('a local recall that never finishes does not hold the connection past the
     const layer = layerOf(Layer, { poolSize: 1 })
     t.teardown(() => layer.close())
     await layer.start()
-    const first = await layer.recall('where does the nightly backup run', 5, never, 300)
-    const next = await layer.recall('billing 服务端口是多少', 5, Promise.resolve([]), 5_000)
+    // Long enough for the statements to finish on a loaded machine, so the recall is waiting for the local ids at its deadline.
+    const first = await layer.recall('where does the nightly backup run', 5, never, 2_000)
+    // Longer than a connection attempt (3 s): a pool that never frees its connection fails it.
+    const next = await layer.recall('billing 服务端口是多少', 5, Promise.resolve([]), 8_000)
     return { first, next }
   }
   const real = await run(TeamLayer)
@@ -103,4 +111,40 @@ t.test('a local recall that never finishes does not hold the connection past the
   t.teardown(() => m.remove())
   const mutated = await run((await m.load<typeof import('../../lib/team/layer.ts')>('team/layer.ts')).TeamLayer)
   t.notOk('result' in mutated.next, 'the connection stayed with the recall waiting for the local ids')
+})
+
+t.test('a thread that dies fails its pending recall; the next recall starts another. Mutation: with the dead thread kept, it is never answered', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'stablemem-thread-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const flag = join(dir, 'die')
+  process.env.STABLEMEM_TEST_DIE = flag
+  const { pool } = teamPoolConfig({ ...(role.config('bob') as Record<string, unknown>), poolSize: 1, connectTimeoutMs: 3000 } as never, process.env)
+  const script = new URL('./fixtures/dying-worker.ts', import.meta.url)
+  /** How a recall ended: its hits' count, its error, or no answer in 10 s. */
+  const settle = async (answer: Promise<{ hits: unknown[] }>) => {
+    let timer: NodeJS.Timeout | undefined
+    const hung = new Promise<{ hung: true }>((resolve) => { timer = setTimeout(() => resolve({ hung: true }), 10_000) })
+    try {
+      return await Promise.race([answer.then((r) => ({ hits: r.hits.length }), (e: Error) => ({ error: e.message })), hung])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+  const run = async (Thread: typeof TeamRecallThread) => {
+    writeFileSync(flag, '')
+    const thread = new Thread(pool, script)
+    t.teardown(() => thread.close())
+    await thread.ready()
+    const first = await settle(thread.recall('thread', 'billing 服务端口是多少', 5, Promise.resolve([]), Infinity))
+    const next = await settle(thread.recall('thread', 'billing 服务端口是多少', 5, Promise.resolve([]), Infinity))
+    return { first, next }
+  }
+  const real = await run(TeamRecallThread)
+  t.match(real.first, { error: /exited/ }, 'the pending recall fails (the layer counts it)')
+  t.match(real.next, { hits: Number }, 'the next recall is answered by a new thread')
+  t.ok((real.next as { hits?: number }).hits! > 0, 'with team notes')
+  const m = mutant({ file: 'team/recall-thread.ts', from: '      if (this.worker !== worker) return\n      this.worker = undefined\n', to: '      if (this.worker !== worker) return\n' })
+  t.teardown(() => m.remove())
+  const mutated = await run((await m.load<typeof import('../../lib/team/recall-thread.ts')>('team/recall-thread.ts')).TeamRecallThread)
+  t.same(mutated.next, { hung: true }, 'the next recall went to the dead thread')
 })
