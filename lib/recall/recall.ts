@@ -195,10 +195,21 @@ export function specificTerms(store: RecallSource, analysis: QueryAnalysis): Que
 export const SEARCH_POSTINGS = 1_500
 
 /**
+ * Most distinct terms one query's FTS search runs on (its rarest). Past the postings, FTS5's cost
+ * is per phrase: each one is looked up in every segment of the index to be matched, and again by
+ * bm25 to count its notes, whatever its length; a pasted chat keeps 30–40 terms inside the postings
+ * bound, most of them rare filler, and those lookups were most of its search (docs/benchmarks.md,
+ * "Recall at 100k: the last two kinds"). The rarest terms carry bm25's ranking (highest IDF); the
+ * dropped ones still count in coverage, the character backoff and relevance.
+ */
+export const MAX_SEARCH_TERMS = 24
+
+/**
  * The terms the FTS search runs on: the query's Latin words and CJK bigrams that some note holds
  * (a term no note holds scores nothing and only costs), rarest first while their postings fit in
- * `postingsBound`, in query order. Only candidate generation and bm25 use this: coverage, the
- * character backoff and the exact pin still see the whole query, and exact symbols are always searched.
+ * `postingsBound` and they number at most `MAX_SEARCH_TERMS`, in query order. Only candidate
+ * generation and bm25 use this: coverage, the character backoff and the exact pin still see the
+ * whole query, and exact symbols are always searched.
  */
 export function searchTerms(store: RecallSource, analysis: QueryAnalysis, postingsBound = SEARCH_POSTINGS): QueryAnalysis {
   const df = store.cjkDocumentFrequencies(analysis.cjkBigrams)
@@ -210,6 +221,7 @@ export function searchTerms(store: RecallSource, analysis: QueryAnalysis, postin
   for (const term of present) {
     postings += df.get(term)!
     if (kept.size > 0 && postings > postingsBound) break
+    if (kept.size === MAX_SEARCH_TERMS) break
     kept.add(term)
   }
   const keep = (t: string) => kept.has(t)
