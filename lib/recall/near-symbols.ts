@@ -92,7 +92,7 @@ export function presentNeighbours(store: RecallSource, original: string, neighbo
   // few notes whose tokens say which; past `FRAME_ROWS` notes each token is looked up.
   const singles = forms.filter((form) => form.t.length === 1 && stemProof(form.t[0]!))
   if (singles.length > 0) {
-    const rowids = store.ftsRowids(`latin : (${singles.map((form) => quoteTerm(form.t[0]!)).join(' OR ')})`, FRAME_ROWS + 1)
+    const rowids = store.ftsRowids(singles.map((form) => matchPhrase(form.t[0]!)).join(' OR '), FRAME_ROWS + 1)
     if (rowids.length <= FRAME_ROWS) {
       const inNotes = new Set(rowids.length === 0 ? [] : [...store.blocksByRowid(rowids).values()].flatMap((b) => tokens(withoutCjk(b.text))))
       for (const form of singles) heldTokens.set(form.t[0]!, inNotes.has(form.t[0]!))
