@@ -74,6 +74,7 @@ async function main(): Promise<void> {
   const source = new DatabaseSync(args.from, { readOnly: true })
   const from = checkPrefix(source, gen)
   source.close()
+  if (target > 0 && target <= from) throw new Error(`--to ${target}: the store already holds ${from} notes`)
   copyFileSync(args.from, args.out)
   if (existsSync(`${args.from}-wal`) && statSync(`${args.from}-wal`).size > 0) copyFileSync(`${args.from}-wal`, `${args.out}-wal`)
   log(`copied ${args.from} (${from.toLocaleString('en')} notes, a prefix of the corpus) to ${args.out} in ${((nowMs() - started) / 1000).toFixed(1)} s`)
