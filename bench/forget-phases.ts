@@ -62,7 +62,7 @@ const PHASES: ReadonlyArray<[name: string, pattern: RegExp]> = [
   ['vectors', /DELETE FROM (centroids|vectors)\b/],
   ['tombstones', /INTO tombstones/],
   ['block_rows', /DELETE FROM blocks\b/],
-  ['count', /block_count|TRIGGER/],
+  ['count', /block_count|scope_count|TRIGGER/],
 ]
 /** A dependent table's delete is its own phase (`dependent <table>`). */
 const phaseOf = (sql: string): string => PHASES.find(([, p]) => p.test(sql))?.[0]

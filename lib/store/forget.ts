@@ -436,13 +436,14 @@ function detachTrigger(host: ForgetHost, name: string, known: string): string | 
  * the mark (the mark only ever falls to the largest membership left, so no deleted one below it
  * is missed, and none above it was counted). Returns whether one of them is at or above the
  * mark, in which case the trigger would have lowered the mark to the largest membership left,
- * which the caller does once they are deleted.
+ * which the caller does once they are deleted. The selection is the outer loop (CROSS JOIN): the
+ * planner would otherwise walk every membership below the mark to meet the selected ones.
  */
 function moveScopeCounts(host: ForgetHost): boolean {
   host.stmt('forget.scopeCounts', `WITH gone AS (SELECT m.scope AS scope, count(*) AS k FROM temp.stablemem_forget f
-      JOIN memberships m ON m.block_rowid = f.rid WHERE f.rid <= (SELECT mark FROM scope_count_mark) GROUP BY m.scope)
+      CROSS JOIN memberships m ON m.block_rowid = f.rid WHERE f.rid <= (SELECT mark FROM scope_count_mark) GROUP BY m.scope)
     UPDATE scope_counts SET n = n - gone.k FROM gone WHERE scope_counts.scope = gone.scope`).run()
-  const row = host.stmt('forget.scopeMarkHit', `SELECT EXISTS (SELECT 1 FROM temp.stablemem_forget f JOIN memberships m ON m.block_rowid = f.rid
+  const row = host.stmt('forget.scopeMarkHit', `SELECT EXISTS (SELECT 1 FROM temp.stablemem_forget f CROSS JOIN memberships m ON m.block_rowid = f.rid
     WHERE f.rid >= (SELECT mark FROM scope_count_mark)) AS hit`).get() as { hit: number }
   return Number(row.hit) === 1
 }
