@@ -16,8 +16,10 @@
  * The stage overhead is `noops` against `plugin`: how far each quantile of the turn's CPU time
  * moves (p50, p99, p99.9), estimated by `quantileShift` (bench/shift.ts: Harrell–Davis
  * quantiles, a 95 % moving-block bootstrap interval over rounds). The stated CPU is GC-charged
- * (see `charged`): a collection is charged to the turns by what they allocated rather than to
- * the one it happened to fall in. `control` against `plugin`, by the same estimator, is how far
+ * (see `charged`): no collection runs inside a measured turn (a young-generation one runs before
+ * each, a full one every 50 rounds: see `between`), and each turn is charged what it allocated at
+ * the price per byte that calibration rounds after the measured ones, with V8 collecting where
+ * it likes, show (see `gcRate`). `control` against `plugin`, by the same estimator, is how far
  * it moves between two loops that differ in nothing. Raw process CPU, the turns that saw no GC
  * pause, the main thread's own CPU and wall time are reported beside it, each with its control.
  * docs/benchmarks.md, "Stage overhead", says why this estimator and how to read it.
