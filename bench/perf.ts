@@ -39,7 +39,7 @@ import type { Hit } from '../lib/recall/types.ts'
 import { recallBlocks } from '../lib/recall/recall.ts'
 import { queryContent, relevance } from '../lib/recall/relevance.ts'
 import { analyzeQuery } from '../lib/recall/symbols.ts'
-import { GLOBAL_SCOPE, workspaceScope } from '../lib/store/scope-key.ts'
+import { GLOBAL_SCOPE } from '../lib/store/scope-key.ts'
 import { SCHEMA_VERSION } from '../lib/store/schema.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
@@ -48,6 +48,7 @@ import { SCALE_QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
 import { measurePreStep } from './prestep.ts'
 import { measureSceneCost } from './scene-cost.ts'
 import { cpuMs, nowMs, percentile, round, summary, tail } from './stats.ts'
+import { benchWorkspace } from './workspaces.ts'
 
 const { values: args } = parseArgs({
   options: {
@@ -190,9 +191,9 @@ function buildFiles(): Build {
   }
 }
 
-/** The workspace block i is committed into in the scoped file (a fixed folder name, so a cached file stays valid). */
+/** The workspace block i is committed into in the scoped file (bench/workspaces.ts: the same as `bench:grow --spread`'s). */
 function workspaceOf(i: number): string {
-  return workspaceScope(join('/bench', `project-${i % WORKSPACES}`))
+  return benchWorkspace(i, WORKSPACES)
 }
 
 const floor = new DatabaseSync(floorPath)

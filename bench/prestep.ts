@@ -28,8 +28,13 @@ export interface PreStepResult {
   turns: number
 }
 
-/** Runs `queries.length` turns (plus `warmup`) with the plugin mounted on `storePath`. */
-export async function measurePreStep(storePath: string, queries: readonly string[], warmup: number): Promise<PreStepResult> {
+/**
+ * Runs `queries.length` turns (plus `warmup`) with the plugin mounted on `storePath`. `cwds`, when
+ * given, is each turn's session working directory (aligned with `queries`): the workspace whose
+ * notes, plus global ones, that turn recalls; without it a session has no workspace.
+ */
+export async function measurePreStep(storePath: string, queries: readonly string[], warmup: number, cwds?: readonly string[]): Promise<PreStepResult> {
+  if (cwds !== undefined && cwds.length !== queries.length) throw new Error(`cwds: ${cwds.length} directories for ${queries.length} turns`)
   const adapter = new ScriptedAdapter([])
   const ctx = new Context()
   await mountAgentLoopTestDependencies(ctx)
@@ -93,10 +98,11 @@ export async function measurePreStep(storePath: string, queries: readonly string
   }, { prepend: true })
 
   const all = [...queries.slice(0, warmup), ...queries]
+  const places = cwds === undefined ? undefined : [...cwds.slice(0, warmup), ...cwds]
   for (let i = 0; i < all.length; i++) {
     adapter.requests.length = 0
     ;(adapter as unknown as { script: unknown[] }).script.push(reply('好的。'))
-    const agent = ctx.agentLoop.create(SessionId(`bench-${i}`), { provider: 'mock', model: 'mock-1' })
+    const agent = ctx.agentLoop.create(SessionId(`bench-${i}`), { provider: 'mock', model: 'mock-1' }, places === undefined ? undefined : { cwd: places[i]! })
     agent.followup(userMessage(all[i]!))
     await agent.whenIdle()
   }

@@ -1,4 +1,4 @@
-import type { Abstention } from '../recall/abstain.ts'
+import { MENTIONED_WORDS, type Abstention } from '../recall/abstain.ts'
 import type { Hit } from '../recall/types.ts'
 import { redactSecrets } from '../secrets.ts'
 import { LINE_BREAK, visibleForModel } from '../text/invisible.ts'
@@ -81,7 +81,7 @@ export function renderAbstention(abstention: Abstention): string {
   const asked = abstention.missing.map((s) => `«${s}»`).join(', ')
   const head = abstention.mentioned.length > 0
     ? `[stablemem] The memory store has no record that directly corresponds to ${asked} ` +
-      `(it only mentions ${abstention.mentioned.slice(0, 8).join(', ')} in general, but has no record of this specific one).`
+      `(it only mentions ${abstention.mentioned.slice(0, MENTIONED_WORDS).join(', ')} in general, but has no record of this specific one).`
     : `[stablemem] The memory store has no record related to ${asked}.`
   const near = abstention.near.length === 0 ? '' : ` It does hold ${abstention.near.slice(0, 4).map((s) => `«${s}»`).join(', ')}, ` +
     'one typo away: if the user may have meant that, ask them before using it.'

@@ -13,7 +13,7 @@ import type { Hit } from './types.ts'
 export interface Abstention {
   /** The specific exact strings the query names (all absent from the store). */
   missing: string[]
-  /** Content words of the query that the store does mention (for the "only mentions … in general" notice). */
+  /** Content words of the query that the store does mention, at most `MENTIONED_WORDS` (for the "only mentions … in general" notice). */
   mentioned: string[]
   /**
    * Stored strings one typo away from a missing one (two neighbouring characters swapped, or one
@@ -21,6 +21,9 @@ export interface Abstention {
    */
   near: string[]
 }
+
+/** Most query words an abstention lists as mentioned by the store (the notice names as many). */
+export const MENTIONED_WORDS = 8
 
 /** A hit list that may carry a non-enumerable `abstained` reason (then it is empty). */
 export type RecallHits = Hit[] & { readonly abstained?: Abstention }

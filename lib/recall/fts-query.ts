@@ -1,3 +1,4 @@
+import { bigrams } from '../text/cjk.ts'
 import type { QueryAnalysis } from './symbols.ts'
 
 /**
@@ -42,4 +43,9 @@ export function matchAny(analysis: QueryAnalysis): string {
 /** A MATCH expression for one exact symbol or Latin word as a phrase in the Latin column. */
 export function matchPhrase(symbol: string): string {
   return `latin : ${quoteTerm(symbol)}`
+}
+
+/** A MATCH expression for a CJK word as the phrase of its bigrams in the CJK column (a note holding the word holds it). */
+export function matchCjkPhrase(word: string): string {
+  return `cjk : ${quoteTerm(bigrams(word).join(' '))}`
 }

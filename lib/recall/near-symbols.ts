@@ -13,7 +13,10 @@ import { symbolVariants } from './symbols.ts'
  * 1. A neighbour holding a token no note holds is absent. Tokens the index's Porter stemmer
  *    leaves alone (lower-case ASCII ending in a digit) are asked for as they are, each with a
  *    `LIMIT 1` lookup that stops at the first note (or at the index's b-tree when there is none);
- *    a one-token neighbour of that kind is then present exactly when its token is.
+ *    a one-token neighbour of that kind is then present exactly when its token is. The one-token
+ *    neighbours of a string (a port's) are first read together, as one unranked OR of their
+ *    tokens: when at most `FRAME_ROWS` notes hold any, their texts say which tokens are held,
+ *    and no token of theirs is looked up.
  * 2. Neighbours of one string differ from it in one token: those differing at the same place share
  *    a frame (the tokens before that place, near those after it). One unranked FTS query per
  *    frame finds the notes that can hold any of them; none means all of them are absent.
@@ -85,10 +88,21 @@ export function presentNeighbours(store: RecallSource, original: string, neighbo
     if (store.ftsRowids(matchPhrase(form.s), 1).length > 0) present.add(form.s)
   }
   const held = (form: Form) => !form.t.some((t) => stemProof(t) && !tokenHeld(t))
+  // One-token neighbours (a port's 49) in one unranked read of any of their tokens: none held, or
+  // few notes whose tokens say which; past `FRAME_ROWS` notes each token is looked up.
+  const singles = forms.filter((form) => form.t.length === 1 && stemProof(form.t[0]!))
+  if (singles.length > 0) {
+    const rowids = store.ftsRowids(singles.map((form) => matchPhrase(form.t[0]!)).join(' OR '), FRAME_ROWS + 1)
+    if (rowids.length <= FRAME_ROWS) {
+      const inNotes = new Set(rowids.length === 0 ? [] : [...store.blocksByRowid(rowids).values()].flatMap((b) => tokens(withoutCjk(b.text))))
+      for (const form of singles) heldTokens.set(form.t[0]!, inNotes.has(form.t[0]!))
+    }
+    for (const form of singles) if (tokenHeld(form.t[0]!)) present.add(form.s)
+  }
   const models = phraseForms(original).map(tokens)
   const frames = new Map<string, { match: string, forms: Form[] }>()
   for (const [order, form] of forms.entries()) {
-    if (form.t.length === 1 && stemProof(form.t[0]!)) { if (tokenHeld(form.t[0]!)) present.add(form.s); continue }
+    if (form.t.length === 1 && stemProof(form.t[0]!)) continue // settled above
     const model = models.find((m) => m.length === form.t.length && m.filter((t, i) => t !== form.t[i]).length === 1)
     if (model === undefined || form.t.length < 2) { if (held(form)) lookUp(form); continue }
     const at = model.findIndex((t, i) => t !== form.t[i])

@@ -1,10 +1,11 @@
 import type { Block } from '../store/types.ts'
+import { bigrams } from '../text/cjk.ts'
 import { scrubQuery } from '../text/normalize.ts'
-import { decisiveSymbols, markAbstained, typoVariants, type RecallHits } from './abstain.ts'
+import { decisiveSymbols, markAbstained, MENTIONED_WORDS, typoVariants, type RecallHits } from './abstain.ts'
 import { arbitrate } from './arbitration.ts'
 import { CHAR_SHARE, charOverlap, queryChars } from './char-overlap.ts'
 import { COVERAGE_SHARE, coverage, weightedWords } from './coverage.ts'
-import { matchAny, matchPhrase } from './fts-query.ts'
+import { matchAny, matchCjkPhrase, matchPhrase } from './fts-query.ts'
 import { phraseForms, presentNeighbours } from './near-symbols.ts'
 import { queryContent, relevance } from './relevance.ts'
 import { recallPass } from './pass-source.ts'
@@ -65,8 +66,8 @@ interface Candidate {
  *    a postings bound (`searchTerms`), plus each exact symbol as a phrase. When even the rarest
  *    term is past the bound (a lone 服务 in a big store), the newest notes holding it are the
  *    candidates, each with its bm25, rather than every one scored. Superseded blocks are dropped.
- * 3. Abstention: if the query names specific numeric strings and the store holds none of them,
- *    return no hits, marked with the reason (`abstain.ts`).
+ * 3. Abstention, before the candidates are read: if the query names specific numeric strings and
+ *    the store holds none of them, return no hits, marked with the reason (`abstain.ts`).
  * 4. Lexical score in [0, 1]: bm25 relative to the best candidate, blended with the share of the
  *    query's CJK characters the note holds (`char-overlap.ts`) and with IDF-weighted coverage of
  *    the query's Latin words (`coverage.ts`).
@@ -102,6 +103,21 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
   // Each spelling of each exact symbol, unranked first (`exactProbes`): an absent one leaves the
   // OR search, which it could not change, and one whose every note the OR search already ranked is not searched again.
   const probes = exactProbes(store, analysis.exact)
+  // Abstention is decided before any candidate is searched for or read: it depends only on
+  // whether the asked strings are held, and its notice on which query words are.
+  if (options.abstain !== false) {
+    const decisive = decisiveSymbols(text, analysis.exact)
+    const held = (s: string) => inStore(store, s, scopes, found)
+    if (decisive.length > 0 && decisive.every((s) => !held(s))) {
+      // The neighbours' presence in the whole store in a few lookups (`near-symbols.ts`), then scopes as for any string.
+      const near = decisive.slice(0, NEAR_SYMBOLS).flatMap((s) => {
+        const typos = typoVariants(s)
+        const present = presentNeighbours(store, s, typos.flatMap(phraseForms))
+        return typos.filter((v) => inStore(store, v, scopes, found, present))
+      })
+      return markAbstained([], { missing: decisive, mentioned: mentionedWords(store, analysis, scopes), near: [...new Set(near)] })
+    }
+  }
   const orTerms = { ...terms, exact: terms.exact.filter((s) => probes.get(matchPhrase(s))!.length > 0) }
   addCandidates(matchAny(orTerms), CANDIDATES, postings(store, terms) > SEARCH_POSTINGS)
   for (const symbol of analysis.exact) {
@@ -114,20 +130,6 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
     }
   }
   const blocks = current([...store.blocksByRowid([...bm25.keys()])], store, scopes)
-
-  if (options.abstain !== false) {
-    const decisive = decisiveSymbols(text, analysis.exact)
-    const held = (s: string) => inStore(store, s, scopes, found)
-    if (decisive.length > 0 && decisive.every((s) => !held(s))) {
-      // The neighbours' presence in the whole store in a few lookups (`near-symbols.ts`), then scopes as for any string.
-      const near = decisive.slice(0, NEAR_SYMBOLS).flatMap((s) => {
-        const typos = typoVariants(s)
-        const present = presentNeighbours(store, s, typos.flatMap(phraseForms))
-        return typos.filter((v) => inStore(store, v, scopes, found, present))
-      })
-      return markAbstained([], { missing: decisive, mentioned: mentionedWords(analysis, blocks.map(([, b]) => b)), near: [...new Set(near)] })
-    }
-  }
   if (blocks.length === 0) return []
 
   let best = 0
@@ -193,10 +195,21 @@ export function specificTerms(store: RecallSource, analysis: QueryAnalysis): Que
 export const SEARCH_POSTINGS = 1_500
 
 /**
+ * Most distinct terms one query's FTS search runs on (its rarest). Past the postings, FTS5's cost
+ * is per phrase: each one is looked up in every segment of the index to be matched, and again by
+ * bm25 to count its notes, whatever its length; a pasted chat keeps 30–40 terms inside the postings
+ * bound, most of them rare filler, and those lookups were most of its search (docs/benchmarks.md,
+ * "Recall at 100k: the last two kinds"). The rarest terms carry bm25's ranking (highest IDF); the
+ * dropped ones still count in coverage, the character backoff and relevance.
+ */
+export const MAX_SEARCH_TERMS = 24
+
+/**
  * The terms the FTS search runs on: the query's Latin words and CJK bigrams that some note holds
  * (a term no note holds scores nothing and only costs), rarest first while their postings fit in
- * `postingsBound`, in query order. Only candidate generation and bm25 use this: coverage, the
- * character backoff and the exact pin still see the whole query, and exact symbols are always searched.
+ * `postingsBound` and they number at most `MAX_SEARCH_TERMS`, in query order. Only candidate
+ * generation and bm25 use this: coverage, the character backoff and the exact pin still see the
+ * whole query, and exact symbols are always searched.
  */
 export function searchTerms(store: RecallSource, analysis: QueryAnalysis, postingsBound = SEARCH_POSTINGS): QueryAnalysis {
   const df = store.cjkDocumentFrequencies(analysis.cjkBigrams)
@@ -208,6 +221,7 @@ export function searchTerms(store: RecallSource, analysis: QueryAnalysis, postin
   for (const term of present) {
     postings += df.get(term)!
     if (kept.size > 0 && postings > postingsBound) break
+    if (kept.size === MAX_SEARCH_TERMS) break
     kept.add(term)
   }
   const keep = (t: string) => kept.has(t)
@@ -295,13 +309,23 @@ function matchedWords(analysis: QueryAnalysis, lower: string): string[] {
   return out
 }
 
-/** Query words some candidate mentions: what the abstention notice says the store does know about. */
-function mentionedWords(analysis: QueryAnalysis, blocks: readonly Block[]): string[] {
-  const lowers = blocks.map((b) => b.text.toLowerCase())
+/**
+ * Query words some note the recall can see holds, in query order (Latin words, CJK words, CJK
+ * bigrams; a term inside one already listed is skipped), at most `MENTIONED_WORDS`: what the
+ * abstention notice says the store does know about. Read from the index's document frequencies,
+ * which this pass has mostly read already, and within scopes from the union, so an abstaining
+ * query reads no candidate.
+ */
+function mentionedWords(store: RecallSource, analysis: QueryAnalysis, scopes: readonly string[] | undefined): string[] {
+  const cjk = [...analysis.cjkWords, ...analysis.cjkBigrams]
+  const single = store.cjkDocumentFrequencies(cjk.filter((w) => bigrams(w).length === 1))
   const out: string[] = []
-  for (const term of [...analysis.words, ...analysis.cjkWords, ...analysis.cjkBigrams]) {
-    if (out.some((w) => w.includes(term)) || !lowers.some((l) => l.includes(term))) continue
-    out.push(term)
+  const terms: Array<[term: string, match: string]> = [...analysis.words.map((w): [string, string] => [w, matchPhrase(w)]), ...cjk.map((w): [string, string] => [w, matchCjkPhrase(w)])]
+  for (const [term, match] of terms) {
+    if (out.length >= MENTIONED_WORDS) break
+    if (out.some((w) => w.includes(term))) continue
+    const held = single.has(term) ? single.get(term)! > 0 : store.matchCount(match) > 0 // cached: absent from every scope
+    if (held && (scopes === undefined || store.scopes.anyMatch(match, scopes))) out.push(term)
   }
   return out
 }

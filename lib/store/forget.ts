@@ -19,6 +19,7 @@ import { isBlockId } from './block-id.ts'
 import { indexColumns } from './fts-columns.ts'
 import { normalizeSceneKey } from './scene-key.ts'
 import { BLOCK_COUNT_DELETE_TRIGGER } from './schema.ts'
+import { SCOPE_COUNT_DELETE_TRIGGER } from './scope-counts.ts'
 import type { Block } from './types.ts'
 
 /** A filter over stored notes. Several fields narrow together (AND); `all` must stand alone. */
@@ -136,8 +137,7 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
             SELECT k.near_key FROM temp.stablemem_forget f CROSS JOIN blocks k ON k.rowid = f.rid WHERE k.near_key <> '')`).run()
       }
     } else {
-      const { where, params } = filterSql(selection.filter)
-      db.prepare(`INSERT OR IGNORE INTO temp.stablemem_forget (id, rid) SELECT id, rowid FROM blocks ${where}`).run(...params)
+      for (const { sql, params } of filterSql(selection.filter)) db.prepare(sql).run(...params)
     }
     const { deleted, rids } = readDeleted(host)
     const restored = restore ? respliceSuccessors(host, deleted) : []
@@ -224,18 +224,30 @@ function checkOrigin(origin: string): string {
   return origin.slice(0, 256)
 }
 
-function filterSql(filter: ForgetFilter): { where: string, params: Array<string | number> } {
+/**
+ * The statements that put a filter's notes into the selection. A scene names the notes saved with
+ * it and those attached to it (docs/scenes.md): one statement for each, the second reading the
+ * scene's refs and meeting the blocks only for notes the first did not already select. (One
+ * statement with an OR over both looked every note up twice and merged the two rowid lists.)
+ */
+function filterSql(filter: ForgetFilter): Array<{ sql: string, params: Array<string | number> }> {
   const clauses: string[] = []
   const params: Array<string | number> = []
-  if (filter.scene !== undefined) {
-    // A scene filter names the scene's notes: those saved with it, and those attached to it (docs/scenes.md).
-    const key = normalizeSceneKey(filter.scene)
-    clauses.push("((scene = ? AND scene <> '') OR id IN (SELECT r.block_id FROM scene_refs r JOIN scenes s ON s.id = r.scene_id WHERE s.key = ?))")
-    params.push(key, key)
+  if (filter.source !== undefined) { clauses.push('b.source = ?'); params.push(filter.source) }
+  if (filter.before !== undefined) { clauses.push('b.created_at < ?'); params.push(filter.before as number) }
+  const and = clauses.map((c) => ` AND ${c}`).join('')
+  if (filter.scene === undefined) {
+    return [{ sql: `INSERT OR IGNORE INTO temp.stablemem_forget (id, rid) SELECT b.id, b.rowid FROM blocks b${clauses.length === 0 ? '' : ` WHERE ${clauses.join(' AND ')}`}`, params }]
   }
-  if (filter.source !== undefined) { clauses.push('source = ?'); params.push(filter.source) }
-  if (filter.before !== undefined) { clauses.push('created_at < ?'); params.push(filter.before as number) }
-  return { where: clauses.length === 0 ? '' : `WHERE ${clauses.join(' AND ')}`, params }
+  const key = normalizeSceneKey(filter.scene)
+  return [
+    { sql: `INSERT OR IGNORE INTO temp.stablemem_forget (id, rid) SELECT b.id, b.rowid FROM blocks b WHERE b.scene = ? AND b.scene <> ''${and}`, params: [key, ...params] },
+    {
+      sql: `INSERT OR IGNORE INTO temp.stablemem_forget (id, rid) SELECT b.id, b.rowid FROM scenes s JOIN scene_refs r ON r.scene_id = s.id
+        CROSS JOIN blocks b ON b.id = r.block_id WHERE s.key = ? AND r.block_id NOT IN (SELECT id FROM temp.stablemem_forget)${and}`,
+      params: [key, ...params],
+    },
+  ]
 }
 
 /**
@@ -325,13 +337,23 @@ function deleteRefs(host: ForgetHost, { origin, everything, dependents, deleted,
   else deleteIndexEntries(host, deleted, rids)
   run('forget.tombstones', `INSERT INTO tombstones (id, forgotten_at, origin) SELECT id, ?, ? FROM temp.stablemem_forget WHERE true
     ON CONFLICT(id) DO UPDATE SET forgotten_at = excluded.forgotten_at, origin = excluded.origin`, host.now(), origin)
+  // The scope counts' delete trigger runs twice per membership deleted; a large forget moves the
+  // counts once instead (`moveScopeCounts`), while its memberships are deleted below.
+  const bulk = deleted.length >= BULK_NOTES
+  const scopeTrigger = bulk && dependents?.some((d) => d.table === 'memberships') === true
+    ? detachTrigger(host, 'scope_count_delete', SCOPE_COUNT_DELETE_TRIGGER) : undefined
+  const lowerScopeMark = scopeTrigger !== undefined && moveScopeCounts(host)
   for (const d of dependents ?? []) {
     if (d.table === 'vectors') continue // deleted above, and counted for the report
     const keys = d.parentColumn === 'rowid' || d.parentColumn === 'id' ? `SELECT ${d.parentColumn === 'rowid' ? 'rid' : 'id'} FROM temp.stablemem_forget`
       : `SELECT ${quoteId(d.parentColumn)} FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)`
     run(`forget.dependent ${d.table}.${d.column}`, `DELETE FROM ${quoteId(d.table)} WHERE ${quoteId(d.column)} IN (${keys})`)
   }
-  const countTrigger = deleted.length >= BULK_NOTES ? detachCountTrigger(host) : undefined
+  if (scopeTrigger !== undefined) {
+    if (lowerScopeMark) run('forget.scopeMark', 'UPDATE scope_count_mark SET mark = min(mark, coalesce((SELECT max(block_rowid) FROM memberships), 0))')
+    host.db.exec(scopeTrigger)
+  }
+  const countTrigger = bulk ? detachTrigger(host, 'block_count_delete_marked', BLOCK_COUNT_DELETE_TRIGGER) : undefined
   run('forget.blocks', 'DELETE FROM blocks WHERE rowid IN (SELECT rid FROM temp.stablemem_forget)')
   if (countTrigger !== undefined) {
     run('forget.count', `UPDATE block_count SET n = n - (SELECT count(*) FROM temp.stablemem_forget WHERE rid <= mark),
@@ -352,7 +374,7 @@ interface Dependent {
 /**
  * From this many notes up, a forget does once what SQLite would do per note: a forget by id list
  * turns the per-note cascade off (see `forgetBlocks`; a filter always does, since it may match
- * any number), and the block count is moved once (`detachCountTrigger`).
+ * any number), and the block and scope counts are moved once (`detachTrigger`).
  */
 const BULK_NOTES = 64
 
@@ -395,17 +417,35 @@ function quoteId(name: string): string {
 
 /**
  * The block count's delete trigger costs as much as the rest of a block row's deletion (SQLite
- * runs it once per row). A large forget drops it inside its transaction, moves the count and its
- * rowid mark once, as the trigger would have for the rows deleted, and creates it again, so the
- * schema is the same once the transaction ends (a rollback restores it too). Returns the
- * trigger's SQL, or undefined, leaving it alone, when it is not the one this code knows (a later
- * migration changed it).
+ * runs it once per row), and the scope counts' trigger runs two statements per membership. A
+ * large forget drops such a trigger inside its transaction, moves the numbers once, as the
+ * trigger would have for the rows deleted, and creates it again, so the schema is the same once
+ * the transaction ends (a rollback restores it too). Returns the trigger's SQL, or undefined,
+ * leaving it alone, when it is not the one this code knows (a later migration changed it).
  */
-function detachCountTrigger(host: ForgetHost): string | undefined {
-  const row = host.stmt('forget.countTrigger', "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = 'block_count_delete_marked'").get() as { sql: string } | undefined
-  if (row?.sql !== BLOCK_COUNT_DELETE_TRIGGER) return undefined
-  host.db.exec('DROP TRIGGER block_count_delete_marked')
+function detachTrigger(host: ForgetHost, name: string, known: string): string | undefined {
+  const row = host.stmt('forget.trigger', "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = ?").get(name) as { sql: string } | undefined
+  if (row?.sql !== known) return undefined
+  host.db.exec(`DROP TRIGGER ${quoteId(name)}`)
   return row.sql
+}
+
+/**
+ * What `scope_count_delete` (lib/store/scope-counts.ts) does for every membership of the
+ * selected notes, done once before they are deleted: each scope loses the memberships at or below
+ * the mark (the mark only ever falls to the largest membership left, so no deleted one below it
+ * is missed, and none above it was counted). Returns whether one of them is at or above the
+ * mark, in which case the trigger would have lowered the mark to the largest membership left,
+ * which the caller does once they are deleted. The selection is the outer loop (CROSS JOIN): the
+ * planner would otherwise walk every membership below the mark to meet the selected ones.
+ */
+function moveScopeCounts(host: ForgetHost): boolean {
+  host.stmt('forget.scopeCounts', `WITH gone AS (SELECT m.scope AS scope, count(*) AS k FROM temp.stablemem_forget f
+      CROSS JOIN memberships m ON m.block_rowid = f.rid WHERE f.rid <= (SELECT mark FROM scope_count_mark) GROUP BY m.scope)
+    UPDATE scope_counts SET n = n - gone.k FROM gone WHERE scope_counts.scope = gone.scope`).run()
+  const row = host.stmt('forget.scopeMarkHit', `SELECT EXISTS (SELECT 1 FROM temp.stablemem_forget f CROSS JOIN memberships m ON m.block_rowid = f.rid
+    WHERE f.rid >= (SELECT mark FROM scope_count_mark)) AS hit`).get() as { hit: number }
+  return Number(row.hit) === 1
 }
 
 /** How a forget removes its notes' entries from the full-text index (see `indexDeletion`). */

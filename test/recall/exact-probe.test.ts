@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { abstentionOf } from '../../lib/recall/abstain.ts'
 import { matchPhrase } from '../../lib/recall/fts-query.ts'
 import { typoVariants } from '../../lib/recall/abstain.ts'
-import { phraseForms, presentNeighbours } from '../../lib/recall/near-symbols.ts'
+import { FRAME_ROWS, phraseForms, presentNeighbours } from '../../lib/recall/near-symbols.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { mutant } from '../helpers/mutant.ts'
@@ -43,7 +43,7 @@ function outcome(recall: Recall, store: BlockStore, query: string): unknown {
   return { hits, abstained: abstentionOf(hits) ?? null }
 }
 
-const QUERIES = ['8443 是哪个服务的？', 'what is 8007 used for?', '10.3.2.9 是哪台机器', 'gateway v2.4.13', '2.4.13 升级', '9999 是哪个服务的？',
+const QUERIES = ['8443 和 9999 是哪个服务的？', '8443 是哪个服务的？', 'what is 8007 used for?', '10.3.2.9 是哪台机器', 'gateway v2.4.13', '2.4.13 升级', '9999 是哪个服务的？',
   '10.9.9.9 在哪', 'v7.7.7 changes', '端口 8443 和 8010']
 
 t.test('a present symbol whose notes the OR search ranked is not searched again; an absent one is never searched', async (t) => {
@@ -62,7 +62,9 @@ t.test('a present symbol whose notes the OR search ranked is not searched again;
   const searchAgain = (await again.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')).recallBlocks
   const keepAbsent = (await inOr.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')).recallBlocks
   t.ok(searched(store, () => searchAgain(store, '8443 是哪个服务的？', { topK: 5 })).includes(matchPhrase('8443')), 'mutation: without the skip it is searched again')
-  t.ok(searched(store, () => keepAbsent(store, '9999 是哪个服务的？', { topK: 5 })).some((m) => m.includes('"9999"')), 'mutation: the absent symbol stays in the OR search')
+  // (A query whose every asked string is absent abstains before any search: one present string keeps it searching.)
+  t.ok(searched(store, () => recallBlocks(store, '8443 和 9999 是哪个服务的？', { topK: 5 })).every((m) => !m.includes('"9999"')), 'beside a present one, an absent symbol is not searched')
+  t.ok(searched(store, () => keepAbsent(store, '8443 和 9999 是哪个服务的？', { topK: 5 })).some((m) => m.includes('"9999"')), 'mutation: the absent symbol stays in the OR search')
 
   // Neither shortcut changes a hit, a score, an order or an abstention.
   for (const query of QUERIES) {
@@ -134,6 +136,36 @@ t.test('typo neighbours checked in memory cost no token lookups', async (t) => {
   const theirs = count(eager)
   t.ok(theirs.lookups > 10, `mutation: checking every token first costs ${theirs.lookups} lookups`)
   t.same(theirs.present, ours.present, 'for the same answer')
+})
+
+t.test('the one-token neighbours of a port are read together, and looked up one by one only past FRAME_ROWS notes', async (t) => {
+  const count = (store: BlockStore, fn: typeof presentNeighbours, original: string) => {
+    const forms = typoVariants(original).flatMap(phraseForms)
+    let lookups = 0
+    const read = store.ftsRowids
+    store.ftsRowids = (match, limit) => { if (limit === 1) lookups++; return read.call(store, match, limit) }
+    try { return { present: [...fn(store, original, forms)].sort(), lookups, expected: forms.filter((f) => store.matchCount(matchPhrase(f)) > 0).sort() } } finally { store.ftsRowids = read }
+  }
+  const few = new BlockStore(':memory:')
+  t.teardown(() => few.close())
+  few.commitMany(['billing 服务端口 8499', 'the cache listens on 8449', 'v8494x is a tag, not a port', '网关 8480'].map((text) => ({ text })))
+  const ours = count(few, presentNeighbours, '8494')
+  t.same(ours.present, ['8449', '8499'])
+  t.same(ours.present, ours.expected, 'the same answer as counting each phrase')
+  t.equal(ours.lookups, 0, 'no token looked up')
+
+  // Past FRAME_ROWS notes the read is cut, so its texts cannot say which tokens are held.
+  const crowded = new BlockStore(':memory:')
+  t.teardown(() => crowded.close())
+  crowded.commitMany(Array.from({ length: FRAME_ROWS + 20 }, (_, i) => ({ text: `worker ${i} listens on 8490` })))
+  crowded.commit({ text: 'billing 服务端口 8499' })
+  const cut = count(crowded, presentNeighbours, '8494')
+  t.same(cut.present, ['8490', '8499'])
+  t.same(cut.present, cut.expected)
+  const m = mutant({ file: 'recall/near-symbols.ts', from: 'if (rowids.length <= FRAME_ROWS) {', to: 'if (true) {' })
+  t.teardown(() => m.remove())
+  const trusting = (await m.load<typeof import('../../lib/recall/near-symbols.ts')>('recall/near-symbols.ts')).presentNeighbours
+  t.same(count(crowded, trusting, '8494').present, ['8490'], 'mutation: trusting a cut read misses a held neighbour')
 })
 
 function isAbstained(hits: ReturnType<Recall>): boolean {

@@ -91,6 +91,37 @@ t.test('filters: scene, source, before (AND), all; a filter that matches nothing
   t.equal(store.count(), 0)
 })
 
+/** Notes saved in scene `ops`, and notes attached to it only by a scene ref; what `forget({scene})` selects. */
+function sceneSelection(t: Test, Store: typeof BlockStore): { saved: string, attached: string, both: string, other: string, picked: string[], narrowed: string[] } {
+  const store = new Store(tempStorePath('forget-scene'))
+  t.teardown(() => store.close())
+  const saved = store.commit({ text: 'saved in the ops scene', scene: 'ops', source: 'cli' }).id
+  const attached = store.commit({ text: 'attached to the ops scene only', source: 'model' }).id
+  const both = store.commit({ text: 'saved in ops and attached to it', scene: 'ops', source: 'model' }).id
+  const other = store.commit({ text: 'in another scene', scene: 'chat', source: 'model' }).id
+  store.transaction(() => {
+    store.scenes.tag('ops', attached, 1)
+    store.scenes.tag('ops', both, 1)
+  })
+  const picked = ids(store.forget({ scene: 'ops' }, { dryRun: true }).deleted)
+  const narrowed = ids(store.forget({ scene: 'ops', source: 'model' }, { dryRun: true }).deleted)
+  return { saved, attached, both, other, picked, narrowed }
+}
+
+t.test('a scene filter selects the notes saved in the scene and those attached to it, each once', async (t) => {
+  const { saved, attached, both, picked, narrowed } = sceneSelection(t, BlockStore)
+  t.same(picked, [saved, attached, both], 'saved, attached only, and both (once)')
+  t.same(narrowed, [attached, both], 'the other fields narrow both ways of belonging')
+})
+
+t.test('mutation check: without reading the scene refs, a note attached to the scene is not forgotten', async (t) => {
+  const m = mutant({ file: 'store/forget.ts', from: 'for (const { sql, params } of filterSql(selection.filter))', to: 'for (const { sql, params } of filterSql(selection.filter).slice(0, 1))' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
+  const { attached, picked } = sceneSelection(t, Mutated)
+  t.notOk(picked.includes(attached))
+})
+
 t.test('a dry run reports exactly what forget would do and changes nothing', async (t) => {
   const store = open(t)
   const a = store.commit({ text: 'port 1111', scene: 's' }).id
