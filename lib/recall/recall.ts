@@ -89,11 +89,9 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
   const bm25 = new Map<number, number>()
   // A union one of whose scopes holds every note is read as the whole store: the same rows, without a membership test per row.
   const scopes = options.scopes !== undefined && store.scopes.coversAll?.(options.scopes) === true ? undefined : options.scopes
-  const found = new Map<string, boolean>() // per searched expression: did the union hold a match
   const addCandidates = (match: string, limit: number, newest = false) => {
     if (match === '') return
     const candidates = scopes ? store.scopes.ftsCandidates(match, limit, scopes, undefined, newest) : store.ftsCandidates(match, limit, undefined, newest)
-    found.set(match, candidates.length > 0)
     for (const c of candidates) {
       const known = bm25.get(c.rowid)
       if (known === undefined || c.bm25 < known) bm25.set(c.rowid, c.bm25)
@@ -107,13 +105,13 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
   // whether the asked strings are held, and its notice on which query words are.
   if (options.abstain !== false) {
     const decisive = decisiveSymbols(text, analysis.exact)
-    const held = (s: string) => inStore(store, s, scopes, found)
+    const held = (s: string) => inStore(store, s, scopes)
     if (decisive.length > 0 && decisive.every((s) => !held(s))) {
       // The neighbours' presence in the whole store in a few lookups (`near-symbols.ts`), then scopes as for any string.
       const near = decisive.slice(0, NEAR_SYMBOLS).flatMap((s) => {
         const typos = typoVariants(s)
         const present = presentNeighbours(store, s, typos.flatMap(phraseForms))
-        return typos.filter((v) => inStore(store, v, scopes, found, present))
+        return typos.filter((v) => inStore(store, v, scopes, present))
       })
       return markAbstained([], { missing: decisive, mentioned: mentionedWords(store, analysis, scopes), near: [...new Set(near)] })
     }
@@ -124,9 +122,9 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
     for (const variant of symbolVariants(symbol)) {
       const match = matchPhrase(variant)
       const probe = probes.get(match)!
-      if (probe.length === 0) found.set(match, false)
-      else if (probe.length <= EXACT_CANDIDATES && orTerms.exact.includes(variant) && probe.every((rowid) => bm25.has(rowid))) found.set(match, true)
-      else addCandidates(match, EXACT_CANDIDATES)
+      if (probe.length === 0) continue // no note holds it: nothing to rank
+      if (probe.length <= EXACT_CANDIDATES && orTerms.exact.includes(variant) && probe.every((rowid) => bm25.has(rowid))) continue // the OR search ranked them all
+      addCandidates(match, EXACT_CANDIDATES)
     }
   }
   const blocks = current([...store.blocksByRowid([...bm25.keys()])], store, scopes)
@@ -274,14 +272,12 @@ function exactProbes(store: RecallSource, exact: readonly string[]): Map<string,
  * without its `v` (`v2.3.1` ↔ `2.3.1`): abstaining wrongly costs more than a weak hit. `present`,
  * when given, says which phrase forms the whole store holds (`presentNeighbours`).
  */
-function inStore(store: RecallSource, symbol: string, scopes: readonly string[] | undefined, searched: ReadonlyMap<string, boolean>,
-  present?: ReadonlySet<string>): boolean {
+function inStore(store: RecallSource, symbol: string, scopes: readonly string[] | undefined, present?: ReadonlySet<string>): boolean {
   return phraseForms(symbol).some((v) => {
     const match = matchPhrase(v)
     if (present ? !present.has(v) : store.matchCount(match) === 0) return false // cached: absent from every scope
-    if (scopes === undefined) return true
-    // Within scopes only notes of the union count: the candidate search already asked most of these.
-    return searched.get(match) ?? store.scopes.anyMatch(match, scopes)
+    // Within scopes only notes of the union count.
+    return scopes === undefined || store.scopes.anyMatch(match, scopes)
   })
 }
 

@@ -44,7 +44,7 @@ t.test('a string held in the union is answered, also when the union is not the w
   t.equal(recallBlocks(store, '8443 是哪个服务的？', { topK: 5, scopes: union })[0]?.text, 'billing 服务的端口是 8443')
   // Mutation: an early abstention that asks the whole store, not the union, whether the string
   // is held would answer for the other workspace; one that skips the check hides this hit.
-  const blind = mutant({ file: 'recall/recall.ts', from: "const held = (s: string) => inStore(store, s, scopes, found)\n", to: 'const held = (_s: string) => false\n' })
+  const blind = mutant({ file: 'recall/recall.ts', from: "const held = (s: string) => inStore(store, s, scopes)\n", to: 'const held = (_s: string) => false\n' })
   t.teardown(() => blind.remove())
   const mutated = (await blind.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')).recallBlocks
   t.same(mutated(store, '8443 是哪个服务的？', { topK: 5, scopes: union }), [], 'mutation: deciding without the held check hides the real hit')

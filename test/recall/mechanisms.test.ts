@@ -213,7 +213,7 @@ t.test('abstention names a stored string one typo away, as a question for the us
   const widerAbstain = await wider.load<typeof import('../../lib/recall/abstain.ts')>('recall/abstain.ts')
   t.same(widerAbstain.abstentionOf(widerRecall.recallBlocks(store, many, { topK: 5 }))?.near, ['8499'], 'mutation: a fifth string would be looked up')
   // Mutation: without the lookup the notice has nothing to offer.
-  const m = mutant({ file: 'recall/recall.ts', from: 'return typos.filter((v) => inStore(store, v, scopes, found, present))', to: 'return [] as string[]' })
+  const m = mutant({ file: 'recall/recall.ts', from: 'return typos.filter((v) => inStore(store, v, scopes, present))', to: 'return [] as string[]' })
   t.teardown(() => m.remove())
   const mutated = await m.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
   const abstain = await m.load<typeof import('../../lib/recall/abstain.ts')>('recall/abstain.ts')

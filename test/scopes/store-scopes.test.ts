@@ -106,7 +106,7 @@ t.test('mutation: without the membership test in the FTS query, another workspac
 })
 
 t.test('mutation: abstention counting every note lets another workspace\'s symbol suppress the "no record" answer', async (t) => {
-  const m = mutant({ file: 'recall/recall.ts', from: '    if (scopes === undefined) return true\n', to: '    return true\n' })
+  const m = mutant({ file: 'recall/recall.ts', from: '    return scopes === undefined || store.scopes.anyMatch(match, scopes)\n', to: '    return true\n' })
   t.teardown(() => m.remove())
   const { recallBlocks: mutatedRecall } = await m.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
   const store = new BlockStore(':memory:')
