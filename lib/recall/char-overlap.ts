@@ -49,11 +49,14 @@ export function queryChars(query: string, transcript: boolean): Map<string, numb
 export function charOverlap(chars: ReadonlyMap<string, number>, texts: readonly string[]): number[] | undefined {
   const n = texts.length
   if (chars.size === 0 || n === 0) return undefined
+  const held = holdings(chars, texts)
   const scores = new Array<number>(n).fill(0)
   const holders: number[] = []
-  for (const [ch, weight] of chars) {
+  let c = 0
+  for (const weight of chars.values()) {
     holders.length = 0
-    for (let t = 0; t < n; t++) if (texts[t]!.includes(ch)) holders.push(t)
+    const row = c++ * n
+    for (let t = 0; t < n; t++) if (held[row + t] === 1) holders.push(t)
     if (holders.length === 0) continue
     const idf = Math.log(1 + (n - holders.length + 0.5) / (holders.length + 0.5))
     for (const t of holders) scores[t]! += weight * idf
@@ -61,3 +64,41 @@ export function charOverlap(chars: ReadonlyMap<string, number>, texts: readonly 
   const best = Math.max(...scores)
   return best > 0 ? scores.map((s) => s / best) : undefined
 }
+
+/**
+ * Which text holds which query character: cell `c × texts.length + t` is 1 when text `t` holds the
+ * `c`-th character of `chars`. One pass over each text's UTF-16 units with an array lookup per
+ * unit (`SLOT`), rather than a substring search of every text per character (a long query has
+ * 50–128 characters, and each search scanned the whole text). Every CJK character (`CJK_CHAR`)
+ * is one unit; a key that is not (none the query side makes) is searched for as before.
+ */
+function holdings(chars: ReadonlyMap<string, number>, texts: readonly string[]): Uint8Array {
+  const n = texts.length
+  const held = new Uint8Array(chars.size * n)
+  const units: number[] = []
+  let c = 0
+  for (const ch of chars.keys()) {
+    if (ch.length === 1) {
+      SLOT[ch.charCodeAt(0)] = c + 1
+      units.push(ch.charCodeAt(0))
+    } else {
+      for (let t = 0; t < n; t++) if (texts[t]!.includes(ch)) held[c * n + t] = 1
+    }
+    c++
+  }
+  try {
+    for (let t = 0; t < n; t++) {
+      const text = texts[t]!
+      for (let i = 0; i < text.length; i++) {
+        const at = SLOT[text.charCodeAt(i)]!
+        if (at !== 0) held[(at - 1) * n + t] = 1
+      }
+    }
+  } finally {
+    for (const unit of units) SLOT[unit] = 0 // all zero again between calls
+  }
+  return held
+}
+
+/** Per UTF-16 unit, 1 + the index of the query character it is during a `holdings` call, else 0. */
+const SLOT = new Uint16Array(0x10000)

@@ -26,15 +26,16 @@ export interface SceneScored {
 /** Blends every non-pinned candidate's score with its scene's context, in place. */
 export function applySceneContext(candidates: SceneScored[], weight: number = SCENE_WEIGHT): void {
   if (weight <= 0) return
-  const key = (c: SceneScored) => c.scene === '' ? `\0${c.id}` : c.scene
   const best = new Map<string, [number, number]>()
   for (const c of candidates) {
-    const [first, second] = best.get(key(c)) ?? [0, 0]
-    best.set(key(c), c.lexical > first ? [c.lexical, first] : [first, Math.max(second, c.lexical)])
+    if (c.scene === '') continue
+    const [first, second] = best.get(c.scene) ?? [0, 0]
+    best.set(c.scene, c.lexical > first ? [c.lexical, first] : [first, Math.max(second, c.lexical)])
   }
   for (const c of candidates) {
     if (c.exact) continue
-    const [first, second] = best.get(key(c))!
+    // A note without a scene is its own scene: its best is itself (lexical is never negative), its second none.
+    const [first, second] = c.scene === '' ? [Math.max(c.lexical, 0), 0] : best.get(c.scene)!
     c.score = (c.score + weight * (first + second) / 2) / (1 + weight)
   }
 }

@@ -66,6 +66,25 @@ t.test('character backoff: a note sharing a rare character of the query beats on
   t.same(charOverlap(new Map([['花', 1]]), ['一束花', '蛋糕']), [1, 0])
 })
 
+t.test('character backoff: the one-pass holdings equal a substring search of every text, call after call', async (t) => {
+  // The definition the one-pass lookup must match: a text holds a character when it contains it.
+  const reference = (chars: ReadonlyMap<string, number>, texts: readonly string[]) => {
+    const scores = texts.map(() => 0)
+    for (const [ch, weight] of chars) {
+      const holders = texts.flatMap((text, i) => text.includes(ch) ? [i] : [])
+      if (holders.length === 0) continue
+      const idf = Math.log(1 + (texts.length - holders.length + 0.5) / (holders.length + 0.5))
+      for (const i of holders) scores[i]! += weight * idf
+    }
+    const best = Math.max(...scores)
+    return best > 0 ? scores.map((s) => s / best) : undefined
+  }
+  const texts = ['生日派对上收到一束花', '蛋糕和花', 'no cjk here', '𠀀 an astral one', '花园里的小花', '']
+  const queries = [new Map([['花', 2], ['园', 1]]), new Map([['蛋', 1], ['𠀀', 1]]), new Map([['糕', 1]]), new Map([['花', 1]])]
+  // In this order each call after the first asks for characters the one before it did not, so a lookup slot left set by one call would mark texts in the next.
+  for (const chars of queries) t.same(charOverlap(chars, texts), reference(chars, texts), [...chars.keys()].join(''))
+})
+
 t.test('coverage: a note answering every asked word beats one repeating a single word', async (t) => {
   const notes = [
     'Caroline said she finally joined the support group last week after thinking about it for a long time with her friends',
