@@ -15,13 +15,17 @@
  *
  * The stage overhead is `noops` against `plugin`: how far each quantile of the turn's CPU time
  * moves (p50, p99, p99.9), estimated by `quantileShift` (bench/shift.ts: Harrell–Davis
- * quantiles, a 95 % moving-block bootstrap interval over rounds). The stated CPU is GC-charged
+ * quantiles, a 95 % moving-block bootstrap interval over rounds). The stated CPU is the main
+ * thread's (session 8: V8's helper threads' work widened the process's interval), GC-charged
  * (see `charged`): no collection runs inside a measured turn (a young-generation one runs before
  * each, a full one every 50 rounds: see `between`), and each turn is charged what it allocated at
  * the price per byte that calibration rounds after the measured ones, with V8 collecting where
  * it likes, show (see `gcRate`). `control` against `plugin`, by the same estimator, is how far
- * it moves between two loops that differ in nothing. Raw process CPU, the turns that saw no GC
- * pause, the main thread's own CPU and wall time are reported beside it, each with its control.
+ * it moves between two loops that differ in nothing; a run whose control p99 interval does not
+ * cover 0 or is wider than twice the bound resolves nothing (`bound: 'not resolved'`). The
+ * process's GC-charged CPU (the stated measure until session 8), raw process CPU, the turns that
+ * saw no GC pause, the main thread's uncharged CPU and wall time are reported beside it, each
+ * with its control.
  * docs/benchmarks.md, "Stage overhead", says why this estimator and how to read it.
  * `--compare <dir>/lib/index.ts` adds two loops with another build of the plugin (e.g. an older
  * one: `git archive <rev> lib | tar -x -C .cache/rev`), `compare` and `compare_noops`, so the
@@ -282,8 +286,8 @@ function gcIn(start: number, end: number): number {
  * sweeping on other threads stay in the turn they fell in. A turn with a pause is NaN: left out,
  * while every other turn keeps its round (its place beside the other arms' turns of that round).
  */
-function charged(xs: readonly Sample[], rate: number): number[] {
-  return xs.map((t) => (gcIn(t.start, t.end) === 0 ? t.cpu + Math.max(0, t.grown) * rate : Number.NaN))
+function charged(xs: readonly Sample[], rate: number, clock: 'cpu' | 'thread' = 'cpu'): number[] {
+  return xs.map((t) => (gcIn(t.start, t.end) === 0 ? t[clock] + Math.max(0, t.grown) * rate : Number.NaN))
 }
 
 /** The median heap growth of the turns that saw no pause (a turn with one has no usable growth). */
@@ -325,6 +329,7 @@ const arm = (label: string) => {
     xs,
     cpu: xs.map((t) => t.cpu),
     charged: charged(xs, rate),
+    threadCharged: charged(xs, rate, 'thread'),
     bytes: typicalGrowth(xs),
     clean: xs.map((t, i) => (gcs[i] === 0 ? t.cpu : Number.NaN)),
     thread: xs.map((t) => t.thread),
@@ -355,10 +360,19 @@ function shifts(prefix: string, controlPrefix: string, pick: (a: ReturnType<type
   put(controlPrefix, quantileShift(pick(control), pick(plain), QUANTILES, { resamples: 500 }))
   return out
 }
-const stated = shifts('stage_overhead', 'control', (a) => a.charged)
+// The stated measure (session 8, fixed before its runs; docs/benchmarks.md, "Stage overhead"):
+// the main thread's CPU, GC charged by allocation at the same price. The process's CPU adds V8's
+// helper threads, whose work lands on whichever turn runs beside it, in either arm; that widened
+// its p99 interval past what could resolve 0.5 ms. It is still reported (`process_*`).
+const stated = shifts('stage_overhead', 'control', (a) => a.threadCharged)
+const processCpu = shifts('process_overhead', 'process_control', (a) => a.charged)
 const BOUND_MS = 0.5
+/** The widest A/A p99 interval with which a run can tell a 0.5 ms shift from none (its half-width is at most the bound). */
+const RESOLVING_WIDTH_MS = 2 * BOUND_MS
 const [lo99, hi99] = stated.stage_overhead_p99_ci95_ms as number[]
 const [clo99, chi99] = stated.control_p99_ci95_ms as number[]
+const [plo99, phi99] = processCpu.process_overhead_p99_ci95_ms as number[]
+const verdict = (lo: number, hi: number) => (hi <= BOUND_MS ? 'met' : lo > BOUND_MS ? 'missed' : 'not shown')
 // CPU time of this process is the measure: other processes on a shared machine stretch the wall
 // time of a turn (waiting for a core) but not the CPU it uses.
 const result = {
@@ -367,15 +381,21 @@ const result = {
   stages: STAGES.length,
   load_start: loadStart.map((x) => round(x, 2)),
   load_end: loadEnd.map((x) => round(x, 2)),
-  // The stated figures: the quantile shift of the GC-charged CPU, noops against plugin, and the
+  // The stated figures: the quantile shift of the main thread's GC-charged CPU, noops against plugin, and the
   // same estimate between two arms without handlers (control: how far it moves by chance).
   ...stated,
   // The bound (issue 12): p99 ≤ 0.5 ms is met when the whole interval is at or below it, missed
   // when the whole interval is above it; in between, the run cannot tell. The control's interval
   // should cover 0: when it does not, the run itself drifted and no figure of it should be read.
   bound_p99_ms: BOUND_MS,
-  bound: hi99! <= BOUND_MS ? 'met' : lo99! > BOUND_MS ? 'missed' : 'not shown',
+  // A run resolves the bound when its A/A control's p99 interval covers 0 and is at most
+  // RESOLVING_WIDTH_MS wide; a run that does not resolve it gives no verdict, whatever its interval.
+  bound: clo99! <= 0 && chi99! >= 0 && chi99! - clo99! <= RESOLVING_WIDTH_MS ? verdict(lo99!, hi99!) : 'not resolved',
   control_covers_zero: clo99! <= 0 && chi99! >= 0,
+  control_p99_width_ms: round(chi99! - clo99!),
+  resolving_width_ms: RESOLVING_WIDTH_MS,
+  ...processCpu,
+  bound_process_cpu: verdict(plo99!, phi99!),
   stage_overhead_mean_ms: round(mean(noops.cpu) - mean(plain.cpu)),
   control_mean_ms: round(mean(control.cpu) - mean(plain.cpu)),
   ...shifts('gc_free_overhead', 'gc_free_control', (a) => a.clean),
@@ -406,8 +426,8 @@ const result = {
   } : {}),
   // The other build's stage overhead by the same estimator, and its handler turns against ours.
   ...(compare && compareNoops ? (() => {
-    const [c50, c99] = quantileShift(compareNoops.charged, compare.charged, [0.5, 0.99], { resamples: 500 })
-    const [v50, v99] = quantileShift(noops.charged, compareNoops.charged, [0.5, 0.99], { resamples: 500 })
+    const [c50, c99] = quantileShift(compareNoops.threadCharged, compare.threadCharged, [0.5, 0.99], { resamples: 500 })
+    const [v50, v99] = quantileShift(noops.threadCharged, compareNoops.threadCharged, [0.5, 0.99], { resamples: 500 })
     return {
       compare_stage_overhead_p50_ms: round(c50!.estimate), compare_stage_overhead_p99_ms: round(c99!.estimate), compare_stage_overhead_p99_ci95_ms: [round(c99!.lo), round(c99!.hi)],
       noops_vs_compare_noops_p50_ms: round(v50!.estimate), noops_vs_compare_noops_p50_ci95_ms: [round(v50!.lo), round(v50!.hi)],
@@ -425,10 +445,10 @@ if (!args.json) {
     console.log(`${label.padEnd(7)} cpu p50 ${percentile(a.cpu, 50).toFixed(3)} ms  p99 ${percentile(a.cpu, 99).toFixed(3)} ms   wall p50 ${percentile(a.wall, 50).toFixed(3)} ms   GC in ${(a.gcShare * 100).toFixed(0)} % of turns`)
   }
   const r = result as unknown as Record<string, number>
-  console.log(`stage overhead (${NOOPS_PER_STAGE} no-op handlers × ${STAGES.length} stages, CPU, GC charged by allocation; Harrell–Davis shift, 95 % block-bootstrap interval):`)
+  console.log(`stage overhead (${NOOPS_PER_STAGE} no-op handlers × ${STAGES.length} stages, main thread's CPU, GC charged by allocation; Harrell–Davis shift, 95 % block-bootstrap interval):`)
   for (const q of NAMES) console.log(`  ${q.padEnd(4)} ${r[`stage_overhead_${q}_ms`]} ms ${ci(`stage_overhead_${q}`)}   control ${r[`control_${q}_ms`]} ms ${ci(`control_${q}`)}`)
-  console.log(`bound p99 ≤ ${BOUND_MS} ms: ${result.bound} (control interval covers 0: ${result.control_covers_zero}); load ${result.load_start.join(' ')} → ${result.load_end.join(' ')}`)
-  console.log(`p99 raw CPU ${r.raw_overhead_p99_ms} ms (control ${r.raw_control_p99_ms}), GC-free ${r.gc_free_overhead_p99_ms} (control ${r.gc_free_control_p99_ms}), main thread ${r.thread_overhead_p99_ms} (control ${r.thread_control_p99_ms}), wall ${r.wall_stage_overhead_p99_ms} (control ${r.wall_control_p99_ms})`)
+  console.log(`bound p99 ≤ ${BOUND_MS} ms: ${result.bound} (control interval covers 0: ${result.control_covers_zero}, ${result.control_p99_width_ms} ms wide, resolving at ≤ ${RESOLVING_WIDTH_MS}); by the process's CPU: ${result.bound_process_cpu}; load ${result.load_start.join(' ')} → ${result.load_end.join(' ')}`)
+  console.log(`p99 raw CPU ${r.raw_overhead_p99_ms} ms (control ${r.raw_control_p99_ms}), GC-free ${r.gc_free_overhead_p99_ms} (control ${r.gc_free_control_p99_ms}), process CPU charged ${r.process_overhead_p99_ms} ${ci('process_overhead_p99')} (control ${r.process_control_p99_ms}), main thread uncharged ${r.thread_overhead_p99_ms} (control ${r.thread_control_p99_ms}), wall ${r.wall_stage_overhead_p99_ms} (control ${r.wall_control_p99_ms})`)
   console.log(`the stage host alone, per turn: p50 ${host.p50_ms} ms, p99 ${host.p99_ms} ms`)
   console.log(`one service call: through ctx.stablemem ${calls!.via_ctx_us} µs, through the traced service ${calls!.traced_us} µs, on the object itself ${calls!.untraced_us} µs`)
 }

@@ -209,7 +209,7 @@ t.test('post_action: chunks dropped by a handler (synchronous or not) reach no l
 })
 
 t.test('mutation check: a stream that hands on only the first chunk of a split loses the rest', async (t) => {
-  const { out, logged } = await streamed(t, ['sync', 'sync', 'sync', 'sync'], false, { file: 'kernel/stages/bind.ts', from: '          at = 1\n', to: '          at = out.length\n' })
+  const { out, logged } = await streamed(t, ['sync', 'sync', 'sync', 'sync'], false, { file: 'kernel/stages/bind.ts', from: '    this.at = 1\n', to: '    this.at = out.length\n' })
   t.same(out, kept, 'the handlers still saw every piece')
   t.same(logged, ['block-start', 'delta the', 'delta is ', 'block-end', 'finish'], 'mutation: the log lost the second piece of each split')
 })
@@ -248,4 +248,37 @@ t.test('stopWhenAllDenied counts denials on both paths', async (t) => {
     t.equal(h.adapter.requests.length, 1, `${mode}: the all-denied step ended the turn`)
     t.same(agent.session.events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason.kind), ['blocked'])
   }
+})
+
+/**
+ * Handlers of one dispatch share one argument object until a decision changes what it holds
+ * (the cheap path for no-op handlers); a handler after a rewrite, an addition or a replacement
+ * must see it. One turn with one tool call: what the second handler of each stage saw.
+ */
+async function sharedArgument(t: Test, edit?: Edit): Promise<{ input: string[], batch: number[], content: string[] }> {
+  const { h } = await setup(t, [toolCall('c1', 'echo', { word: 'secret' }), reply('done')], {}, edit)
+  const stages = h.ctx.stablemem.stages
+  const seen = { input: [] as string[], batch: [] as number[], content: [] as string[] }
+  stages.on('on_input', () => undefined, { order: 1 })
+  stages.on('on_input', () => ({ kind: 'rewrite', messages: [userMessage('rewritten')] }), { order: 2 })
+  stages.on('on_input', ({ messages }) => { seen.input.push(messages.map((m) => textOf(m)).join('|')) }, { order: 3 })
+  stages.on('pre_action', () => undefined, { order: 1 })
+  stages.on('pre_action', ({ step }) => (step === 1 ? { messages: [userMessage('added')] } : undefined), { order: 2 })
+  stages.on('pre_action', ({ messages }) => { seen.batch.push(messages.length) }, { order: 3 })
+  stages.on('after_toolcall', () => undefined, { order: 1 })
+  stages.on('after_toolcall', ({ content }) => ({ kind: 'replace', content: content.map((b) => (b.type === 'text' ? { ...b, text: b.text.replace('secret', '[redacted]') } : b)) }), { order: 2 })
+  stages.on('after_toolcall', ({ content }) => { seen.content.push(content.map((b) => (b.type === 'text' ? b.text : '')).join('')) }, { order: 3 })
+  await h.turn('go')
+  return seen
+}
+
+t.test('a shared argument is renewed when a handler changes it: the next handler sees the change', async (t) => {
+  const seen = await sharedArgument(t)
+  t.same(seen, { input: ['rewritten'], batch: [2, 0], content: ['echo:[redacted]'] })
+  const input = await sharedArgument(t, { file: 'kernel/stages/bind.ts', from: 'input = d.messages\n          arg = undefined\n', to: 'input = d.messages\n' })
+  t.same(input.input, ['go'], 'mutation: without the renewal on_input\'s next handler sees the input before the rewrite')
+  const batch = await sharedArgument(t, { file: 'kernel/stages/bind.ts', from: 'added.push(...d.messages)\n          arg = undefined\n', to: 'added.push(...d.messages)\n' })
+  t.same(batch.batch, [1, 0], 'mutation: pre_action\'s next handler does not see the added message')
+  const content = await sharedArgument(t, { file: 'kernel/stages/bind.ts', from: '      arg = undefined // the next handler sees what this one replaced\n', to: '' })
+  t.same(content.content, ['echo:secret'], 'mutation: after_toolcall\'s next handler sees the content before the replacement')
 })

@@ -10,7 +10,7 @@ import type { JsonValue } from '@deepseek-ai/dsh-session'
 import { renderPrompt, type PromptAssembly } from '@deepseek-ai/dsh-system-prompt'
 import type { PostToolDecision, PreToolDecision, ToolExecution, ToolExecutionResult } from '@deepseek-ai/dsh-tools'
 import { isPromise, type Entry, type StageHost } from './host.ts'
-import { STAGES, type PostActionDecision, type Stage, type StageText, type StageTurn } from './types.ts'
+import { STAGES, type AfterToolcallInput, type OnInputInput, type PostActionDecision, type PostActionInput, type PreActionInput, type Stage, type StageText } from './types.ts'
 
 /** The loop exits HologramAgent's README promised, as options of the host row (0 / false: off). */
 export interface LoopExits {
@@ -113,7 +113,9 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     let reply: string | undefined
     if ((step === 1 || human) && host.has('on_input', agent)) {
       let rejected = false
-      await host.run('on_input', agent, () => ({ agent, turn, step, messages: input, signal }), (d, name) => {
+      // One argument for the handlers until one rewrites the input (then the next ones see the rewrite).
+      let arg: OnInputInput | undefined
+      await host.run('on_input', agent, () => (arg ??= { agent, turn, step, messages: input, signal }), (d, name) => {
         if (d.kind === 'reject') {
           rejected = true
           ctx.logger('stablemem').info('stage on_input handler %s rejected turn %d%s', name, turn, d.reason ? `: ${d.reason}` : '')
@@ -121,6 +123,7 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
         }
         if (d.kind === 'rewrite' && userMessages(d.messages)) {
           input = d.messages
+          arg = undefined
           return 'next'
         }
         if (d.kind === 'reply' && typeof d.text === 'string') {
@@ -134,12 +137,12 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     }
     const added: UserMessage[] = []
     if (host.has('pre_action', agent)) {
-      // One batch for the handlers until one adds to it (then the next ones see the additions).
-      let batch: readonly UserMessage[] | undefined
-      await host.run('pre_action', agent, () => ({ agent, turn, step, messages: batch ??= [...input, ...added], signal }), (d, name) => {
+      // One argument (and batch) for the handlers until one adds to it (then the next ones see the additions).
+      let arg: PreActionInput | undefined
+      await host.run('pre_action', agent, () => (arg ??= { agent, turn, step, messages: [...input, ...added], signal }), (d, name) => {
         if (userMessages(d.messages)) {
           added.push(...d.messages)
-          batch = undefined
+          arg = undefined
         }
         else if (d.messages !== undefined) host.refused('pre_action', name, 'messages must be user messages made with createUserMessage')
         for (const [key, target] of [['sections', assembly?.sections], ['contexts', assembly?.contexts]] as const) {
@@ -246,7 +249,9 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     }
     const entries = host.applicable('post_action', agent)
     if (entries.length === 0) return next()
-    return transformed(next(), entries, { agent, turn: st.turn, step: st.stepsEnded + 1 })
+    const stream = next()
+    const input: PostActionInput = { agent, turn: st.turn, step: st.stepsEnded + 1, chunk: undefined as unknown as StreamChunk }
+    return { [Symbol.asyncIterator]: () => new PostActionStream(host, stream[Symbol.asyncIterator](), entries, input) }
   }))
 
   listenWhile(() => exits.stopWhenAllDenied || handlers('before_toolcall'), () => ctx.on('tools/pre-execute', (exec, next) => {
@@ -317,7 +322,10 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     let feedback: ContentBlock[] | undefined
     const contexts: UserMessage[] = []
     const base = { agent, turn: st?.turn ?? 0, step: (st?.stepsEnded ?? 0) + 1, callId: exec.callId, name: exec.name, arguments: exec.arguments, signal: exec.signal, isError: result.isError }
-    const ran = host.run('after_toolcall', agent, () => ({ ...base, content, ...(value === undefined ? {} : { value }) }), (d, name) => {
+    /** One argument for the handlers until one replaces the content or value. */
+    let arg: AfterToolcallInput | undefined
+    const ran = host.run('after_toolcall', agent, () => (arg ??= { ...base, content, ...(value === undefined ? {} : { value }) }), (d, name) => {
+      arg = undefined // the next handler sees what this one replaced
       if (userMessages(d.contexts)) contexts.push(...d.contexts)
       else if (d.contexts !== undefined) host.refused('after_toolcall', name, 'contexts must be user messages made with createUserMessage')
       if (d.kind === 'block' && Array.isArray(d.feedback)) {
@@ -349,73 +357,102 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     return ran === undefined ? finish() : ran.then(finish)
   }
 
-  /**
-   * The stream with every chunk passed through the post_action handlers, in order. While the
-   * handlers answer synchronously a chunk costs one `then` on the source and nothing is awaited;
-   * a chunk that every handler keeps allocates no list. An asynchronous handler is awaited.
-   */
-  function transformed(stream: AsyncIterable<StreamChunk>, entries: readonly Entry<'post_action'>[], turn: StageTurn): AsyncIterable<StreamChunk> {
-    /** One handler on one chunk: the chunk itself when kept, else what replaces it (`[]`: dropped). */
-    const one = (entry: Entry<'post_action'>, chunk: StreamChunk): Passed | Promise<Passed> => {
-      const called = host.invoke(entry, { ...turn, chunk })
-      return isPromise(called) ? called.then((d) => replacement(chunk, d)) : replacement(chunk, called)
-    }
-    /** One handler on the chunks an earlier handler made of one (rare: asynchronous throughout). */
-    const each = async (entry: Entry<'post_action'>, chunks: readonly StreamChunk[]): Promise<Passed> => {
-      const out: StreamChunk[] = []
-      for (const c of chunks) {
-        const d = await one(entry, c)
-        if (Array.isArray(d)) out.push(...d)
-        else out.push(d as StreamChunk)
-      }
-      return out
-    }
-    const through = (entry: Entry<'post_action'>, current: Passed): Passed | Promise<Passed> =>
-      Array.isArray(current) ? each(entry, current) : one(entry, current as StreamChunk)
-    /** Every handler from `from` on, after the pending result of the one before. */
-    const rest = async (pending: Promise<Passed>, from: number): Promise<Passed> => {
-      let current = await pending
-      for (let e = from; e < entries.length; e++) current = await through(entries[e]!, current)
-      return current
-    }
-    const pass = (chunk: StreamChunk): Passed | Promise<Passed> => {
-      let current: Passed = chunk
-      for (let e = 0; e < entries.length; e++) {
-        const r = through(entries[e]!, current)
-        if (isPromise(r)) return rest(r, e + 1)
-        current = r
-      }
-      return current
-    }
-    return {
-      [Symbol.asyncIterator](): AsyncIterator<StreamChunk> {
-        const source = stream[Symbol.asyncIterator]()
-        let queued: readonly StreamChunk[] = [] // the chunks one was replaced by, not yet handed on
-        let at = 0
-        const deliver = (out: Passed): IteratorResult<StreamChunk> | Promise<IteratorResult<StreamChunk>> => {
-          if (!Array.isArray(out)) return { done: false, value: out as StreamChunk }
-          if (out.length === 0) return pull() // dropped: on to the next chunk
-          queued = out
-          at = 1
-          return { done: false, value: out[0]! }
-        }
-        const pull = (): Promise<IteratorResult<StreamChunk>> => source.next().then((r) => {
-          if (r.done === true) return r
-          const out = pass(r.value)
-          return isPromise(out) ? out.then(deliver) : deliver(out)
-        })
-        return {
-          next: () => (at < queued.length ? Promise.resolve({ done: false, value: queued[at++]! }) : pull()),
-          return: (value?: unknown) => source.return?.(value) ?? Promise.resolve({ done: true, value }),
-        }
-      },
-    }
-  }
-
   return {
     async idle() {
       while (pending.size > 0) await Promise.all([...pending])
     },
+  }
+}
+
+/**
+ * The model's stream with every chunk passed through the post_action handlers, in order. While
+ * the handlers answer synchronously a chunk costs one `then` on the source and nothing else: the
+ * handlers share one argument object for the whole stream (its `chunk` is set before each call,
+ * so a handler must read it during its call and not keep it: docs/stages.md), the source's
+ * callback is made once, and a chunk every handler keeps allocates no list. An asynchronous
+ * handler is awaited before the next handler, or the next chunk, sees the argument.
+ */
+class PostActionStream implements AsyncIterator<StreamChunk> {
+  private readonly host: StageHost
+  private readonly source: AsyncIterator<StreamChunk>
+  private readonly entries: readonly Entry<'post_action'>[]
+  private readonly input: PostActionInput
+  /** The chunks one was replaced by, not yet handed on, from `at`. */
+  private queued: readonly StreamChunk[] = []
+  private at = 0
+
+  constructor(host: StageHost, source: AsyncIterator<StreamChunk>, entries: readonly Entry<'post_action'>[], input: PostActionInput) {
+    this.host = host
+    this.source = source
+    this.entries = entries
+    this.input = input
+  }
+
+  next(): Promise<IteratorResult<StreamChunk>> {
+    return this.at < this.queued.length ? Promise.resolve({ done: false, value: this.queued[this.at++]! }) : this.pull()
+  }
+
+  return(value?: unknown): Promise<IteratorResult<StreamChunk>> {
+    return this.source.return?.(value) ?? Promise.resolve({ done: true, value })
+  }
+
+  private pull(): Promise<IteratorResult<StreamChunk>> {
+    return this.source.next().then(this.received)
+  }
+
+  /** The source's next result through the handlers (one function for the stream, not one per chunk). */
+  private readonly received = (r: IteratorResult<StreamChunk>): IteratorResult<StreamChunk> | Promise<IteratorResult<StreamChunk>> => {
+    if (r.done === true) return r
+    const out = this.pass(r.value)
+    return isPromise(out) ? out.then(this.deliver) : this.deliver(out)
+  }
+
+  private readonly deliver = (out: Passed): IteratorResult<StreamChunk> | Promise<IteratorResult<StreamChunk>> => {
+    if (!Array.isArray(out)) return { done: false, value: out as StreamChunk }
+    if (out.length === 0) return this.pull() // dropped: on to the next chunk
+    this.queued = out
+    this.at = 1
+    return { done: false, value: out[0]! }
+  }
+
+  /** Every handler on one chunk; synchronous while the handlers are. */
+  private pass(chunk: StreamChunk): Passed | Promise<Passed> {
+    let current: Passed = chunk
+    for (let e = 0; e < this.entries.length; e++) {
+      const r = this.through(this.entries[e]!, current)
+      if (isPromise(r)) return this.rest(r, e + 1)
+      current = r
+    }
+    return current
+  }
+
+  /** Every handler from `from` on, after the pending result of the one before. */
+  private async rest(pending: Promise<Passed>, from: number): Promise<Passed> {
+    let current = await pending
+    for (let e = from; e < this.entries.length; e++) current = await this.through(this.entries[e]!, current)
+    return current
+  }
+
+  private through(entry: Entry<'post_action'>, current: Passed): Passed | Promise<Passed> {
+    return Array.isArray(current) ? this.each(entry, current) : this.one(entry, current as StreamChunk)
+  }
+
+  /** One handler on one chunk: the chunk itself when kept, else what replaces it (`[]`: dropped). */
+  private one(entry: Entry<'post_action'>, chunk: StreamChunk): Passed | Promise<Passed> {
+    this.input.chunk = chunk
+    const called = this.host.invoke(entry, this.input)
+    return isPromise(called) ? called.then((d) => replacement(chunk, d)) : replacement(chunk, called)
+  }
+
+  /** One handler on the chunks an earlier handler made of one (rare: asynchronous throughout). */
+  private async each(entry: Entry<'post_action'>, chunks: readonly StreamChunk[]): Promise<Passed> {
+    const out: StreamChunk[] = []
+    for (const c of chunks) {
+      const d = await this.one(entry, c)
+      if (Array.isArray(d)) out.push(...d)
+      else out.push(d as StreamChunk)
+    }
+    return out
   }
 }
 
