@@ -15,6 +15,9 @@
  *    time; and this thread's CPU alone (`process.threadCpuUsage`): with the team recall on a
  *    thread of its own, what the merged turn's critical path spent — and how many merged recalls
  *    ran out of budget.
+ *    Then a recall on a new connection (login, a new backend, statements planned afresh) against
+ *    the same recalls on the warm one: what a turn pays when its pool closed the idle connection
+ *    (`RECALL_IDLE_MS` in lib/team/connection.ts).
  * 3. Commits per second: 8 concurrent clients sharing one note per transaction, beside local
  *    single-note commits in this process.
  * With `--explain`, the server plans of each recall statement for the first query of every kind:
@@ -203,6 +206,20 @@ try {
     log(`${kind}: team p50/p99 ${team.p50}/${team.p99} ms wall, ${team.cpuP50}/${team.cpuP99} client CPU, ${team.clientPlusServerCpuP50}/${team.clientPlusServerCpuP99} client+server CPU; ` +
       `local ${local.p50}/${local.p99} wall, ${local.cpuP50}/${local.cpuP99} CPU; merged ${mergedS.p50}/${mergedS.p99} wall, ${mergedS.clientPlusServerCpuP50}/${mergedS.clientPlusServerCpuP99} client+server CPU`)
   }
+  const cold = { connect: [] as number[], coldRecall: [] as number[], warmRecall: [] as number[] }
+  for (let i = 0; i < 20; i++) {
+    const query = gen.query(QUERY_KINDS[i % QUERY_KINDS.length]!, Math.floor((i + 0.25) * N / 20))
+    const t0 = performance.now()
+    const fresh = await connect()
+    const t1 = performance.now()
+    await teamRecall(fresh, 'bench', query, TOP_K)
+    cold.connect.push(t1 - t0)
+    cold.coldRecall.push(performance.now() - t0)
+    await fresh.end()
+    cold.warmRecall.push((await timed(() => teamRecall(client, 'bench', query, TOP_K)))[1].wall)
+  }
+  result.newConnection = Object.fromEntries(Object.entries(cold).map(([k, v]) => [k, { p50: q(v, 0.5), max: q(v, 1) }]))
+  log(`new connection: ${JSON.stringify(result.newConnection)}`)
   if (args.explain) {
     for (const kind of QUERY_KINDS) {
       const sent: pg.QueryConfig[] = []

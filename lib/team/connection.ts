@@ -48,6 +48,20 @@ export function teamPoolConfig(config: TeamConfig, env: NodeJS.ProcessEnv): { po
 }
 
 /**
+ * How long the recall thread's pool keeps an idle connection: ten minutes, against the layer's
+ * 30 s. Turns of a conversation come tens of seconds apart, and a recall on a new connection pays
+ * the login (scram), a new backend's cold caches and planning before its plans are cached: ≈ 40
+ * ms at 100,000 notes against ≈ 6 on a warm one (docs/benchmarks.md), so with 30 s most turns of
+ * a real conversation would pay it. TCP keep-alive finds a connection that died while idle.
+ */
+export const RECALL_IDLE_MS = 600_000
+
+/** The recall thread's pool settings (`recall-thread.ts`): the layer's, its idle connections kept longer (`RECALL_IDLE_MS`). */
+export function recallPoolConfig(settings: pg.PoolConfig): pg.PoolConfig {
+  return { ...settings, idleTimeoutMillis: RECALL_IDLE_MS, keepAlive: true }
+}
+
+/**
  * A connection pool to the team database (`teamPoolConfig`). Errors of idle connections (the
  * server restarted) go to `onIdleError` instead of crashing the process; the pool opens new
  * connections on the next call.

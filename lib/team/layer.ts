@@ -4,7 +4,7 @@ import { CircuitBreaker } from '../embed/breaker.ts'
 import { StableMemError } from '../errors.ts'
 import type { SecretsPolicy } from '../secrets.ts'
 import type { TeamConfig } from './config.ts'
-import { connectFailure, openTeamPool, type TeamTarget } from './connection.ts'
+import { connectFailure, openTeamPool, recallPoolConfig, type TeamTarget } from './connection.ts'
 import { TeamError } from './errors.ts'
 import { migrateTeamSchema } from './schema.ts'
 import { TeamRecallThread } from './recall-thread.ts'
@@ -94,7 +94,7 @@ export class TeamLayer {
     })
     this.pool = pool
     this.target = target
-    this.thread = new TeamRecallThread(settings)
+    this.thread = new TeamRecallThread(recallPoolConfig(settings))
     this.breaker = new CircuitBreaker({ failureThreshold: FAILURE_THRESHOLD, cooldownMs: options.cooldownMs ?? DEFAULT_COOLDOWN_MS })
   }
 

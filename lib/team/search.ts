@@ -37,7 +37,11 @@ export interface TeamResult {
   hits: TeamHit[]
   /** The query's decisive symbols (`abstain.ts`) some team note holds. */
   heldSymbols: Set<string>
-  /** Local ids that a current team note supersedes (asked for with the candidates, the local recall done by then). */
+  /**
+   * Ids that a current team note supersedes: every such id of the namespace when there are at
+   * most `SUPERSEDED_SET` (read with the counts, so the local recall need not be waited for),
+   * else those among the local recall's ids (asked for with the candidates, or after them).
+   */
   supersededLocal: Set<string>
 }
 
@@ -58,6 +62,14 @@ const PHRASE_ROWS = EXACT_ROWS
 const PHRASE_SCAN = 4_000
 /** Most multi-token phrases looked up per query. */
 const MAX_PHRASES = 8
+/**
+ * Most notes with a `supersedes` link whose targets come back with the counts. While a namespace
+ * has no more (the common case: few notes replace another), a recall knows every id a current
+ * team note supersedes after its first round trip and needs neither the local recall's ids nor
+ * a third statement to check them; past it, the ids are asked about as before. Bounded so the
+ * first statement reads at most this many index entries for it, whatever the namespace holds.
+ */
+export const SUPERSEDED_SET = 256
 
 /** A note row as the driver returns it (`rowMode: 'array'`; bigints as strings); candidate rows add the supersede answer. */
 type DbRow = [seq: string | null, id: string, text: string, toks: string, member: string, createdAt: string, scene: string, supersededBy: string | null, superseded?: string[] | null]
@@ -78,7 +90,7 @@ function fromDb([seq, id, text, toks, member, createdAt, scene, supersededBy]: D
  * from them past that; per phrase the `PHRASE_ROWS` shortest holders come back, with the count.
  * (Earlier releases found phrases with `pg_trgm` over the text: 350 ms of server CPU per
  * digit-heavy symbol at 100k, whose trigrams every IP shares.) Row 1 has `ph` null and the
- * counts; each further row is a phrase holder.
+ * counts (and the superseded ids, `SUPERSEDED_SET`); each further row is a phrase holder.
  */
 const STATS = {
   name: 'stablemem.recall.stats',
@@ -95,11 +107,13 @@ const STATS = {
     counted AS (SELECT held.*, count(*) OVER w AS n, row_number() OVER (w ORDER BY length(held.text), held.id) AS k FROM held WINDOW w AS (PARTITION BY held.i))
     SELECT NULL::int AS ph, (SELECT notes FROM stablemem.stats WHERE namespace = $1) AS n1, (SELECT tokens FROM stablemem.stats WHERE namespace = $1) AS n2,
       (SELECT json_object_agg(term, df) FROM stablemem.terms WHERE namespace = $1 AND term = ANY($2::text[]))::text AS df,
+      (SELECT CASE WHEN count(*) <= ${SUPERSEDED_SET} THEN coalesce(array_agg(s.supersedes) FILTER (WHERE s.superseded_by IS NULL), '{}') END
+        FROM (SELECT supersedes, superseded_by FROM stablemem.notes WHERE namespace = $1 AND supersedes <> '' LIMIT ${SUPERSEDED_SET + 1}) s) AS sup,
       NULL::bigint AS seq, NULL AS id, NULL AS text, NULL AS toks, NULL AS member, NULL::bigint AS created_at, NULL AS scene, NULL AS superseded_by
-    UNION ALL SELECT i, n, df1, NULL, seq, id, text, toks, member, created_at, scene, superseded_by FROM counted WHERE k <= ${PHRASE_ROWS}`,
+    UNION ALL SELECT i, n, df1, NULL, NULL, seq, id, text, toks, member, created_at, scene, superseded_by FROM counted WHERE k <= ${PHRASE_ROWS}`,
 }
 /** A row of `STATS` (`rowMode: 'array'`; bigints as strings): the counts, or a phrase holder with its phrase's count. */
-type StatsRow = [ph: number | null, n1: string | null, n2: string | null, df: string | null, ...note: DbRow]
+type StatsRow = [ph: number | null, n1: string | null, n2: string | null, df: string | null, sup: string[] | null, ...note: DbRow]
 
 /**
  * The candidates: $2/$3 the OR search's term keys and their IDFs (summed over repeats), $4
@@ -178,19 +192,19 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
   })
   const stats = await client.query<StatsRow>({ ...STATS, rowMode: 'array', values: [namespace, [...single], phraseOf, phraseTokens, phraseList.map((p) => ` ${p.join(' ')} `)] })
   late()
-  const [, notesText, tokensText, df] = stats.rows[0]!
+  const [, notesText, tokensText, df, supersededAll] = stats.rows[0]!
   const counts = new Map<string, number>(Object.entries(df === null ? {} : JSON.parse(df) as Record<string, number>))
   const notes = Number(notesText ?? 0)
   const tokenTotal = Number(tokensText ?? 0)
   const snapshot = new TeamSnapshot(notes, tokenTotal, counts)
   for (const phrase of phraseList) counts.set(phraseKey('latin', phrase), 0)
-  for (const [ph, n, rarest, , ...note] of stats.rows.slice(1)) {
+  for (const [ph, n, rarest, , , ...note] of stats.rows.slice(1)) {
     const phrase = phraseList[ph! - 1]!
     // Past the scan bound the count is the share of the rarest token's holders read, scaled up.
     counts.set(phraseKey('latin', phrase), Math.round(Number(n) * Math.max(1, Number(rarest) / PHRASE_SCAN)))
     snapshot.addRows([fromDb(note)])
   }
-  if (snapshot.count() === 0) return { hits: [], heldSymbols: new Set(), supersededLocal: new Set() }
+  if (snapshot.count() === 0) return { hits: [], heldSymbols: new Set(), supersededLocal: new Set(supersededAll ?? []) }
 
   const analysis = specificTerms(snapshot, full)
   const kept = searchTerms(snapshot, analysis)
@@ -210,7 +224,8 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
       if (phrase?.tokens.length === 1) exactKeys.add(phraseKey(phrase.column, phrase.tokens))
     }
   }
-  const ids = local.now()
+  // With the namespace's superseded ids known, the local ids are not needed at all.
+  const ids = supersededAll !== null ? [] : local.now()
   const avgLength = notes > 0 ? tokenTotal / notes : 0
   const found = await client.query<DbRow>({ ...CANDIDATES_SQL, rowMode: 'array', values: [namespace, [...weights.keys()], [...weights.values()],
     postings > SEARCH_POSTINGS, [...exactKeys], K1 * (1 - B), avgLength > 0 ? K1 * B / avgLength : 0, [...ids ?? []]] })
@@ -228,7 +243,7 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
   // Not done when the candidates were asked for: wait for the local recall (within the deadline), then ask.
   const after = ids !== undefined ? [] : await untilLate(local.done, deadline)
   late()
-  const superseded = after.length > 0 ? (await client.query<{ superseded: string[] | null }>({ ...SUPERSEDED, values: [namespace, [...after]] })).rows[0]!.superseded : answer?.[8]
+  const superseded = supersededAll ?? (after.length > 0 ? (await client.query<{ superseded: string[] | null }>({ ...SUPERSEDED, values: [namespace, [...after]] })).rows[0]!.superseded : answer?.[8])
   const supersededLocal = new Set(superseded ?? [])
   return { hits, heldSymbols, supersededLocal }
 }

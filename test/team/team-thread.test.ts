@@ -2,22 +2,28 @@
  * The team recall on its own thread (`lib/team/recall-thread.ts`), on a real server: the thread
  * returns what the same recall returns on the caller's thread (hits, scores, who shared them, the
  * held symbols); a local recall that finishes only after the team's candidates were asked for
- * still has its notes checked for team notes superseding them; a local recall that never
- * finishes does not hold the thread's connection past the budget; a thread that dies fails its
- * pending recall and the next recall starts another. Mutation checks: without the wait for the
- * local ids, a superseded local note stays; without the deadline on that wait, the next recall
- * finds no free connection; with the dead thread kept, the next recall is never answered.
+ * still has its notes checked for team notes superseding them (in a namespace with more
+ * superseding notes than `SUPERSEDED_SET`); with fewer, the superseded ids come with the counts
+ * and a recall needs no local ids at all; a local recall that never finishes does not hold the
+ * thread's connection past the budget; a thread that dies fails its pending recall and the next
+ * recall starts another; the recall pool keeps idle connections past the layer's 30 s. Mutation
+ * checks: without the wait for the local ids, a superseded local note stays; without the bound
+ * on the superseded set, a crowded namespace's list misses the local note; without using the
+ * set, a recall waits for local ids that never come; without the deadline on that wait, the next
+ * recall finds no free connection; with the dead thread kept, the next recall is never answered;
+ * with the layer's idle timeout, the recall pool closes connections after 30 s.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import pg from 'pg'
-import { teamPoolConfig } from '../../lib/team/connection.ts'
+import { recallPoolConfig, RECALL_IDLE_MS, teamPoolConfig } from '../../lib/team/connection.ts'
 import { TeamRecallThread } from '../../lib/team/recall-thread.ts'
 import { TeamLayer } from '../../lib/team/layer.ts'
-import { teamRecall, type LocalIds } from '../../lib/team/search.ts'
+import { SUPERSEDED_SET, teamRecall, type LocalIds } from '../../lib/team/search.ts'
 import { shareNotes } from '../../lib/team/write.ts'
+import { blockId } from '../../lib/store/block-id.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { mutant } from '../helpers/mutant.ts'
 import { startTeamDb, type TeamDb, type TeamRole } from './setup.ts'
@@ -25,12 +31,16 @@ import { startTeamDb, type TeamDb, type TeamRole } from './setup.ts'
 let db: TeamDb
 let role: TeamRole
 let client: pg.Client
+/** A namespace with more notes that supersede something than `SUPERSEDED_SET`: recalls there ask about the local ids. */
+let crowdedRole: TeamRole
+let crowded: pg.Client
+let crowdedId = ''
 const store = new BlockStore(':memory:')
 t.teardown(() => store.close())
 let localId = ''
 
-const connect = async (): Promise<pg.Client> => {
-  const c = new pg.Client({ host: '127.0.0.1', port: db.server.port, user: role.role, password: role.password, database: db.database })
+const connect = async (as: TeamRole = role): Promise<pg.Client> => {
+  const c = new pg.Client({ host: '127.0.0.1', port: db.server.port, user: as.role, password: as.password, database: db.database })
   await c.connect()
   t.teardown(() => c.end())
   return c
@@ -44,10 +54,21 @@ t.before(async () => {
   const filler = Array.from({ length: 30 }, (_, i) => ({ text: `filler note ${i}: the ${['billing', 'search', 'auth'][i % 3]} service listens on port ${4000 + i}` }))
   await shareNotes(client, [...filler, { text: 'the nightly backup moved to host 10.6.6.6', supersedes: localId }, { text: 'billing 服务的端口是 8499' }],
     { namespace: 'thread', member: 'alice', secrets: 'redact', maxBlockChars: 32_768 })
+  crowdedRole = await db.role('team_crowded', 'crowded')
+  crowded = await connect(crowdedRole)
+  // A local note whose id sorts after every other superseded id: a list cut at the bound would miss it.
+  let i = 0
+  let text = ''
+  do text = `the nightly backup runs on host 10.4.4.4 (${i++})`; while (!blockId(text).startsWith('blk_f'))
+  crowdedId = store.commit({ text }).id
+  const gone: string[] = []
+  for (let k = 0; gone.length <= SUPERSEDED_SET; k++) if (blockId(`gone ${k}`) < crowdedId) gone.push(blockId(`gone ${k}`))
+  await shareNotes(crowded, [...filler, ...gone.map((id, k) => ({ text: `retired runbook ${k}`, supersedes: id })), { text: 'the nightly backup moved to host 10.6.6.6', supersedes: crowdedId }],
+    { namespace: 'crowded', member: 'alice', secrets: 'redact', maxBlockChars: 32_768 })
 })
 t.teardown(() => db?.stop())
 
-const layerOf = (Layer: typeof TeamLayer, extra: Record<string, unknown> = {}) => new Layer({ ...(role.config('bob') as Record<string, unknown>), budgetMs: 10_000, connectTimeoutMs: 3000, poolSize: 4, ...extra } as never,
+const layerOf = (Layer: typeof TeamLayer, extra: Record<string, unknown> = {}, as: TeamRole = role) => new Layer({ ...(as.config('bob') as Record<string, unknown>), budgetMs: 10_000, connectTimeoutMs: 3000, poolSize: 4, ...extra } as never,
   { secrets: 'redact', maxBlockChars: 32_768, logger: { info() {}, warn() {}, error() {} } })
 
 /** Local ids not known yet when the team recall first asks (for its candidates), known a moment later. */
@@ -82,20 +103,59 @@ t.test('the thread returns what the recall returns on this thread', async (t) =>
 })
 
 t.test('a local recall done after the candidates: its notes are still checked for supersedes. Mutation: without the wait they are not', async (t) => {
-  const found = await teamRecall(client, 'thread', 'where does the nightly backup run', 5, lateLocal([localId]))
-  t.same([...found.supersededLocal], [localId], 'the local note the team note replaces is dropped by the merge')
+  const found = await teamRecall(crowded, 'crowded', 'where does the nightly backup run', 5, lateLocal([crowdedId]))
+  t.same([...found.supersededLocal], [crowdedId], 'the local note the team note replaces is dropped by the merge')
   const m = mutant({ file: 'team/search.ts', from: 'const after = ids !== undefined ? [] : await untilLate(local.done, deadline)', to: 'const after: readonly string[] = []' })
   t.teardown(() => m.remove())
   const mutated = await m.load<typeof import('../../lib/team/search.ts')>('team/search.ts')
-  const own = await connect() // its own connection: the mutated module prepares statements under the same names
-  const missed = await mutated.teamRecall(own, 'thread', 'where does the nightly backup run', 5, lateLocal([localId]))
+  const own = await connect(crowdedRole) // its own connection: the mutated module prepares statements under the same names
+  const missed = await mutated.teamRecall(own, 'crowded', 'where does the nightly backup run', 5, lateLocal([crowdedId]))
   t.same([...missed.supersededLocal], [], 'the superseded local note would stay')
+})
+
+t.test('a namespace with few superseding notes: their targets come with the counts, and no local ids are needed. Mutations: without the bound, or without the set', async (t) => {
+  const never: LocalIds = { now: () => undefined, done: new Promise(() => {}) }
+  const found = await teamRecall(client, 'thread', 'where does the nightly backup run', 5, never, performance.now() + 5_000)
+  t.same([...found.supersededLocal], [localId], 'the superseded local id is known without the local recall')
+  t.ok(found.hits.length > 0, 'with the team hits')
+  const many = await teamRecall(crowded, 'crowded', 'where does the nightly backup run', 5, lateLocal([crowdedId]))
+  t.same([...many.supersededLocal], [crowdedId], 'past the bound only the local ids are checked')
+
+  const unbounded = mutant({ file: 'team/search.ts', from: 'CASE WHEN count(*) <= ${SUPERSEDED_SET} THEN coalesce', to: 'CASE WHEN true THEN coalesce' })
+  t.teardown(() => unbounded.remove())
+  const cut = await (await unbounded.load<typeof import('../../lib/team/search.ts')>('team/search.ts'))
+    .teamRecall(await connect(crowdedRole), 'crowded', 'where does the nightly backup run', 5, lateLocal([crowdedId]))
+  t.notOk(cut.supersededLocal.has(crowdedId), 'a list cut at the bound misses the local note')
+
+  const unused = mutant({ file: 'team/search.ts', from: 'const ids = supersededAll !== null ? [] : local.now()', to: 'const ids = local.now()' })
+  t.teardown(() => unused.remove())
+  const waited = await (await unused.load<typeof import('../../lib/team/search.ts')>('team/search.ts'))
+    .teamRecall(await connect(), 'thread', 'where does the nightly backup run', 5, never, performance.now() + 1_000).then(() => 'answered', (e: Error) => e.constructor.name)
+  t.equal(waited, 'TeamRecallLate', 'the recall waited for local ids that never came')
+})
+
+t.test('the recall pool keeps idle connections past the layer\'s 30 s, with keep-alive. Mutation: with the layer\'s settings it does not', async (t) => {
+  const { pool } = teamPoolConfig({ ...(role.config('bob') as Record<string, unknown>), poolSize: 1, connectTimeoutMs: 3000 } as never, process.env)
+  t.equal(pool.idleTimeoutMillis, 30_000, 'the layer\'s pool closes idle connections after 30 s')
+  const recall = recallPoolConfig(pool)
+  t.equal(recall.idleTimeoutMillis, RECALL_IDLE_MS, 'the recall pool after ten minutes')
+  t.ok(RECALL_IDLE_MS >= 600_000)
+  t.equal(recall.keepAlive, true)
+  t.equal(recall.password, pool.password, 'the same login')
+  const m = mutant({ file: 'team/layer.ts', from: 'new TeamRecallThread(recallPoolConfig(settings))', to: 'new TeamRecallThread(settings)' })
+  t.teardown(() => m.remove())
+  for (const [name, Layer] of [['real', TeamLayer], ['mutated', (await m.load<typeof import('../../lib/team/layer.ts')>('team/layer.ts')).TeamLayer]] as const) {
+    const layer = layerOf(Layer)
+    t.teardown(() => layer.close())
+    const thread = (layer as unknown as { thread: { settings: { idleTimeoutMillis: number } } }).thread
+    t.equal(thread.settings.idleTimeoutMillis === RECALL_IDLE_MS, name === 'real', `${name}: the thread gets the recall settings`)
+  }
 })
 
 t.test('a local recall that never finishes does not hold the connection past the budget. Mutation: without that deadline it does', async (t) => {
   const never = new Promise<readonly string[]>(() => {})
   const run = async (Layer: typeof TeamLayer) => {
-    const layer = layerOf(Layer, { poolSize: 1 })
+    const layer = layerOf(Layer, { poolSize: 1 }, crowdedRole)
     t.teardown(() => layer.close())
     await layer.start()
     // Long enough for the statements to finish on a loaded machine, so the recall is waiting for the local ids at its deadline.
