@@ -322,7 +322,7 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
     let feedback: ContentBlock[] | undefined
     const contexts: UserMessage[] = []
     const base = { agent, turn: st?.turn ?? 0, step: (st?.stepsEnded ?? 0) + 1, callId: exec.callId, name: exec.name, arguments: exec.arguments, signal: exec.signal, isError: result.isError }
-    /** One argument for the handlers until one replaces the content or value. */
+    /** One argument for the handlers until one decides anything (a decision may replace the content or value). */
     let arg: AfterToolcallInput | undefined
     const ran = host.run('after_toolcall', agent, () => (arg ??= { ...base, content, ...(value === undefined ? {} : { value }) }), (d, name) => {
       arg = undefined // the next handler sees what this one replaced
