@@ -28,6 +28,7 @@ import { extractPieces, type EventLike } from '../lib/kernel/layers/extract.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { injected, requestTexts, userMessage } from '../test/helpers/harness.ts'
 import { bootWindowed, filler, requestHas } from '../test/helpers/windowed.ts'
+import { jsonWanted } from './args.ts'
 import { nowMs, percentile, round } from './stats.ts'
 
 const { values: args } = parseArgs({
@@ -38,6 +39,7 @@ const { values: args } = parseArgs({
     captureRuns: { type: 'string', default: '30' },
   },
 })
+const asJson = jsonWanted(args.json)
 
 /** One fact said once, and the question that asks for it later. */
 interface Needle {
@@ -187,7 +189,7 @@ async function main(): Promise<void> {
         for (const withPlugin of [true, false]) {
           const run = await conversation(window, overshoot, withPlugin, dir)
           results.push(...run)
-          if (!args.json) console.log(`window ${window} ×${overshoot} ${withPlugin ? 'with   ' : 'without'}: ${run.filter((r) => r.reached).length}/${run.length} reached, ${run.filter((r) => r.compacted).length} compacted away`)
+          if (!asJson) console.log(`window ${window} ×${overshoot} ${withPlugin ? 'with   ' : 'without'}: ${run.filter((r) => r.reached).length}/${run.length} reached, ${run.filter((r) => r.compacted).length} compacted away`)
         }
       }
     }
@@ -219,7 +221,7 @@ async function main(): Promise<void> {
       seconds: round((nowMs() - started) / 1000, 1),
       load_1m: round(load, 2),
     }
-    if (args.json) console.log(JSON.stringify(summary))
+    if (asJson) console.log(JSON.stringify(summary))
     else console.log(JSON.stringify(summary, null, 2))
   } finally {
     rmSync(dir, { recursive: true, force: true })

@@ -22,6 +22,7 @@ import { createUserMessage, type UserMessage } from '@deepseek-ai/dsh-llm'
 import { parseArgs } from 'node:util'
 import { boot, injected, reply, tempStorePath, textOf, toolCall } from '../test/helpers/harness.ts'
 import { topicWords, topicsLoaded } from '../lib/kernel/scenes/topics.ts'
+import { jsonWanted } from './args.ts'
 import { measureSceneCost } from './scene-cost.ts'
 import { nowMs, round } from './stats.ts'
 
@@ -34,8 +35,9 @@ const { values: args } = parseArgs({
     debug: { type: 'boolean', default: false },
   },
 })
+const asJson = jsonWanted(args.json)
 
-const log = (line: string) => { if (!args.json) console.log(line) }
+const log = (line: string) => { if (!asJson) console.log(line) }
 /** Progress on stderr, so a slow machine shows where the run is. */
 const progress = (line: string) => { process.stderr.write(`${line}\n`) }
 
@@ -141,4 +143,4 @@ log(`topic segmenter first load: ${segmenterLoad.wall_ms} ms wall, ${segmenterLo
 
 const cost = await measureSceneCost({ scenes: Number(args.scenes), refs: Number(args.refs), samples: Number(args.samples), log })
 const result = { situated, segmenter_load: segmenterLoad, cost }
-if (args.json) console.log(JSON.stringify(result))
+if (asJson) console.log(JSON.stringify(result))
