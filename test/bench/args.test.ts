@@ -13,6 +13,7 @@ t.test('a whole-number flag: the value, or an error naming the flag', async (t) 
     t.throws(() => wholeFlag('batch', value), { message: `--batch must be a whole number ≥ 1, got ${shown}` }, `refuses ${shown}`)
   }
   t.throws(() => wholeFlag('turns', '-1', 0), { message: '--turns must be a whole number ≥ 0, got "-1"' })
+  t.throws(() => wholeFlag('to', '', 0), { message: '--to must be a whole number ≥ 0, got ""' }, 'an empty value is not 0')
 })
 
 t.test('--kinds: the listed kinds, or an error naming the unknown one', async (t) => {
