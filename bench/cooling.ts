@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util'
 import { coolTick } from '../lib/kernel/layers/cooling.ts'
 import { distillDeterministic, factText } from '../lib/kernel/layers/distill.ts'
 import { BlockStore } from '../lib/store/store.ts'
-import { jsonWanted } from './args.ts'
+import { jsonWanted, wholeFlag } from './args.ts'
 import { nowMs, percentile, round } from './stats.ts'
 
 const { values: args } = parseArgs({
@@ -104,8 +104,8 @@ async function ticks(path: string, count: number): Promise<TickTimes> {
 
 const dir = mkdtempSync(join(tmpdir(), 'stablemem-cooling-'))
 try {
-  const n = Number(args.blocks)
-  const count = Number(args.ticks)
+  const n = wholeFlag('blocks', args.blocks)
+  const count = wholeFlag('ticks', args.ticks)
   const load = loadavg()[0]!
   const t0 = nowMs()
   const smallBlocks = 1_000 * Math.max(1, Math.ceil(count * 200 / 100))

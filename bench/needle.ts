@@ -28,7 +28,7 @@ import { extractPieces, type EventLike } from '../lib/kernel/layers/extract.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { injected, requestTexts, userMessage } from '../test/helpers/harness.ts'
 import { bootWindowed, filler, requestHas } from '../test/helpers/windowed.ts'
-import { jsonWanted } from './args.ts'
+import { jsonWanted, wholeFlag } from './args.ts'
 import { nowMs, percentile, round } from './stats.ts'
 
 const { values: args } = parseArgs({
@@ -40,6 +40,7 @@ const { values: args } = parseArgs({
   },
 })
 const asJson = jsonWanted(args.json)
+const CAPTURE_RUNS = wholeFlag('captureRuns', args.captureRuns)
 
 /** One fact said once, and the question that asks for it later. */
 interface Needle {
@@ -193,7 +194,7 @@ async function main(): Promise<void> {
         }
       }
     }
-    const capture = captureCost(dir, Number(args.captureRuns))
+    const capture = captureCost(dir, CAPTURE_RUNS)
     const withR = results.filter((r) => r.withPlugin)
     const withoutR = results.filter((r) => !r.withPlugin)
     const group = <K extends string | number>(key: (r: NeedleResult) => K) => {
