@@ -1,7 +1,7 @@
 /**
- * The command-line handling the benches share: one check for a whole-number flag, so every bench
- * refuses a bad value with the same message naming the flag, and one reading of `--json` and of
- * where progress lines go while the JSON line is wanted on stdout.
+ * The command-line handling the benches share, so every bench refuses a bad flag with the same
+ * message naming it: whole-number flags, `--kinds`, a `--store` folder from `bench:perf --cache`;
+ * and one reading of `--json` and of where progress lines go while stdout is kept for the JSON line.
  */
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
@@ -39,10 +39,9 @@ export function progressLog(json: boolean): (line: string) => void {
   return json ? (line) => { console.error(line) } : (line) => { console.log(line) }
 }
 
-/** Throws unless `dir` is a folder `bench:perf --cache` built (it holds memory.db and floor.db). */
-export function perfCacheDir(dir: string): string {
+/** Throws unless `--store` names a folder `bench:perf --cache` built (it holds memory.db and floor.db). */
+export function requirePerfCache(dir: string): void {
   if (dir === '' || !existsSync(join(dir, 'memory.db')) || !existsSync(join(dir, 'floor.db'))) {
     throw new Error('--store must name a folder built by `bench:perf --cache` (with memory.db and floor.db)')
   }
-  return dir
 }

@@ -32,7 +32,7 @@ import { BlockStore } from '../lib/store/store.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { nearKey } from '../lib/text/near-key.ts'
 import { canonicalText } from '../lib/text/normalize.ts'
-import { jsonWanted, perfCacheDir, progressLog, wholeFlag } from './args.ts'
+import { jsonWanted, requirePerfCache, progressLog, wholeFlag } from './args.ts'
 import { corpus } from './corpus.ts'
 import { cpuMs, percentile, round } from './stats.ts'
 
@@ -52,7 +52,7 @@ const NOTES = wholeFlag('notes', args.notes)
 const BATCH = wholeFlag('batch', args.batch)
 const ROUNDS = wholeFlag('rounds', args.rounds)
 const SEED = wholeFlag('seed', args.seed)
-perfCacheDir(args.store)
+requirePerfCache(args.store)
 
 /** The store-file steps, in ladder order: each adds one piece to the one before. */
 const STORE_STEPS = ['rows_fts', 'plus_near_index', 'plus_membership', 'plus_near_lookup', 'plus_js'] as const

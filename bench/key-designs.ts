@@ -42,7 +42,7 @@ import { BlockStore } from '../lib/store/store.ts'
 import { indexColumns } from '../lib/store/fts-columns.ts'
 import { nearKey } from '../lib/text/near-key.ts'
 import { canonicalText } from '../lib/text/normalize.ts'
-import { jsonWanted, perfCacheDir, progressLog, wholeFlag } from './args.ts'
+import { jsonWanted, requirePerfCache, progressLog, wholeFlag } from './args.ts'
 import { corpus } from './corpus.ts'
 import { cpuMs, nowMs, round } from './stats.ts'
 
@@ -64,7 +64,7 @@ const MERGE_EVERY = wholeFlag('merge-every', args['merge-every'])
 const BATCH = wholeFlag('batch', args.batch)
 const ROUNDS = wholeFlag('rounds', args.rounds)
 const SEED = wholeFlag('seed', args.seed)
-perfCacheDir(args.store)
+requirePerfCache(args.store)
 
 function sum(values: readonly number[]): number {
   return values.reduce((a, b) => a + b, 0)

@@ -37,7 +37,7 @@ import { BlockStore } from '../lib/store/store.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { nearKey } from '../lib/text/near-key.ts'
 import { canonicalText } from '../lib/text/normalize.ts'
-import { jsonWanted, perfCacheDir, progressLog, wholeFlag } from './args.ts'
+import { jsonWanted, requirePerfCache, progressLog, wholeFlag } from './args.ts'
 import { corpus } from './corpus.ts'
 import { cpuMs, nowMs, round } from './stats.ts'
 
@@ -57,7 +57,7 @@ const NOTES = wholeFlag('notes', args.notes)
 const BATCH = wholeFlag('batch', args.batch)
 const SINGLE = wholeFlag('single', args.single)
 const SEED = wholeFlag('seed', args.seed)
-perfCacheDir(args.store)
+requirePerfCache(args.store)
 
 /**
  * Makes the floor file write what the store writes: its bare `(rowid, text)` table gets the block
