@@ -20,7 +20,7 @@
  * CPU µs a note per step (`process.cpuUsage`), steps alternated over `--rounds`; the median decides.
  * With `--json` the last line is one JSON object.
  */
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -32,6 +32,7 @@ import { BlockStore } from '../lib/store/store.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { nearKey } from '../lib/text/near-key.ts'
 import { canonicalText } from '../lib/text/normalize.ts'
+import { jsonWanted, requirePerfCache, progressLog, wholeFlag } from './args.ts'
 import { corpus } from './corpus.ts'
 import { cpuMs, percentile, round } from './stats.ts'
 
@@ -45,24 +46,13 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
   },
 })
-const NOTES = positive('notes')
-const BATCH = positive('batch')
-const ROUNDS = positive('rounds')
-const SEED = positive('seed')
-if (args.store === '' || !existsSync(join(args.store, 'memory.db')) || !existsSync(join(args.store, 'floor.db'))) {
-  throw new Error('--store must name a folder built by `bench:perf --cache` (with memory.db and floor.db)')
-}
-
-function positive(name: 'notes' | 'batch' | 'rounds' | 'seed'): number {
-  const value = Number(args[name])
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got ${String(args[name])}`)
-  return value
-}
-
-function log(line: string): void {
-  if (args.json) console.error(line)
-  else console.log(line)
-}
+const asJson = jsonWanted(args.json)
+const log = progressLog(asJson)
+const NOTES = wholeFlag('notes', args.notes)
+const BATCH = wholeFlag('batch', args.batch)
+const ROUNDS = wholeFlag('rounds', args.rounds)
+const SEED = wholeFlag('seed', args.seed)
+requirePerfCache(args.store)
 
 /** The store-file steps, in ladder order: each adds one piece to the one before. */
 const STORE_STEPS = ['rows_fts', 'plus_near_index', 'plus_membership', 'plus_near_lookup', 'plus_js'] as const
@@ -191,7 +181,7 @@ try {
     load_1m: round(load, 2),
     load_1m_end: round(loadavg()[0]!, 2),
   }
-  if (args.json) console.log(JSON.stringify(result))
+  if (asJson) console.log(JSON.stringify(result))
   else log(JSON.stringify(result.added_us_per_note))
 } finally {
   rmSync(dir, { recursive: true, force: true })

@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util'
 import { coolTick } from '../lib/kernel/layers/cooling.ts'
 import { distillDeterministic, factText } from '../lib/kernel/layers/distill.ts'
 import { BlockStore } from '../lib/store/store.ts'
+import { jsonWanted, wholeFlag } from './args.ts'
 import { nowMs, percentile, round } from './stats.ts'
 
 const { values: args } = parseArgs({
@@ -24,6 +25,7 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
   },
 })
+const asJson = jsonWanted(args.json)
 
 const HOUR = 3_600_000
 const T0 = Date.UTC(2026, 10, 1)
@@ -102,8 +104,8 @@ async function ticks(path: string, count: number): Promise<TickTimes> {
 
 const dir = mkdtempSync(join(tmpdir(), 'stablemem-cooling-'))
 try {
-  const n = Number(args.blocks)
-  const count = Number(args.ticks)
+  const n = wholeFlag('blocks', args.blocks)
+  const count = wholeFlag('ticks', args.ticks)
   const load = loadavg()[0]!
   const t0 = nowMs()
   const smallBlocks = 1_000 * Math.max(1, Math.ceil(count * 200 / 100))
@@ -133,7 +135,7 @@ try {
     build_seconds: round(buildSeconds, 1),
     load_1m: round(load, 2),
   }
-  console.log(args.json ? JSON.stringify(result) : JSON.stringify(result, null, 2))
+  console.log(asJson ? JSON.stringify(result) : JSON.stringify(result, null, 2))
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

@@ -21,12 +21,14 @@ import { parseArgs } from 'node:util'
 import { CJK_CHAR } from '../lib/text/cjk.ts'
 import { nearKey, nearTokens } from '../lib/text/near-key.ts'
 import { canonicalText } from '../lib/text/normalize.ts'
+import { jsonWanted, progressLog } from './args.ts'
 import { round } from './stats.ts'
 
 const { values: args } = parseArgs({ options: { data: { type: 'string', default: '../shared/eval' }, json: { type: 'boolean', default: false } } })
+const asJson = jsonWanted(args.json)
 const SETS = ['locomo-en-dev', 'madial-zh-dev', 'cmrc2018-zh-chunk-dev']
 const THETAS = [0.9, 0.8]
-const log = (line: string) => (args.json ? console.error : console.log)(line)
+const log = progressLog(asJson)
 
 /** The word set the overlap rule compares: Latin tokens, and CJK characters as overlapping bigrams. */
 function features(text: string): { set: Set<string>, numbers: string } {
@@ -156,5 +158,5 @@ for (const set of SETS) {
     log(`${set} ${rule.name}: ${JSON.stringify(report[set]![rule.name])}`)
   }
 }
-if (args.json) console.log(JSON.stringify(report))
+if (asJson) console.log(JSON.stringify(report))
 else console.log(JSON.stringify(report, null, 2))

@@ -21,6 +21,7 @@ import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { BlockStore } from '../lib/store/store.ts'
+import { jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { corpus } from './corpus.ts'
 import { cpuMs, nowMs, round } from './stats.ts'
 
@@ -36,16 +37,12 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
   },
 })
-const positive = (name: 'blocks' | 'forget' | 'rounds' | 'seed'): number => {
-  const value = Number(args[name])
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got ${String(args[name])}`)
-  return value
-}
-const N = positive('blocks')
-const FORGET = Math.min(positive('forget'), Math.floor(N / 2))
-const ROUNDS = positive('rounds')
-const SEED = positive('seed')
-const log = (line: string) => (args.json ? console.error : console.log)(line)
+const asJson = jsonWanted(args.json)
+const log = progressLog(asJson)
+const N = wholeFlag('blocks', args.blocks)
+const FORGET = Math.min(wholeFlag('forget', args.forget), Math.floor(N / 2))
+const ROUNDS = wholeFlag('rounds', args.rounds)
+const SEED = wholeFlag('seed', args.seed)
 
 /** Phases, matched in order against each call's SQL (the first match wins). */
 const PHASES: ReadonlyArray<[name: string, pattern: RegExp]> = [
@@ -216,6 +213,6 @@ const out = {
   } : {}),
   totals: Object.fromEntries([...runs].map(([name, rs]) => [name, rs.map((r) => ({ wall_ms: r.total_wall_ms, cpu_ms: r.total_cpu_ms }))])),
 }
-if (args.json) console.log(JSON.stringify(out))
+if (asJson) console.log(JSON.stringify(out))
 else console.log(JSON.stringify(out, null, 2))
 rmSync(dir, { recursive: true, force: true })

@@ -33,6 +33,7 @@ import { parseArgs } from 'node:util'
 import { DatabaseSync } from 'node:sqlite'
 import { recallBlocks } from '../lib/recall/recall.ts'
 import { indexDeletion } from '../lib/store/forget.ts'
+import { jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { measureCandidates, type CandidateResult } from './forget-index.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { exportJsonl, importJsonl } from '../lib/store/transfer.ts'
@@ -54,19 +55,15 @@ const { values: args } = parseArgs({
   },
   allowNegative: true,
 })
-const positive = (name: 'blocks' | 'forget' | 'single' | 'batch' | 'commit-blocks' | 'queries' | 'seed'): number => {
-  const value = Number(args[name])
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got ${String(args[name])}`)
-  return value
-}
-const N = positive('blocks')
-const FORGET = Math.min(positive('forget'), Math.floor(N / 2))
-const SINGLE = positive('single')
-const BATCH = positive('batch')
-const COMMIT_BLOCKS = positive('commit-blocks')
-const QUERIES = positive('queries')
-const SEED = positive('seed')
-const log = (line: string) => (args.json ? console.error : console.log)(line)
+const asJson = jsonWanted(args.json)
+const log = progressLog(asJson)
+const N = wholeFlag('blocks', args.blocks)
+const FORGET = Math.min(wholeFlag('forget', args.forget), Math.floor(N / 2))
+const SINGLE = wholeFlag('single', args.single)
+const BATCH = wholeFlag('batch', args.batch)
+const COMMIT_BLOCKS = wholeFlag('commit-blocks', args['commit-blocks'])
+const QUERIES = wholeFlag('queries', args.queries)
+const SEED = wholeFlag('seed', args.seed)
 
 const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-forget-'))
 const path = join(dir, 'memory.db')
@@ -263,6 +260,6 @@ const out = {
   commit: { blocks: COMMIT_BLOCKS, ...commitCost,
     cpu_ratio_secure_vs_without: cpuRatio('without_secure_delete'), cpu_ratio_secure_vs_previous: cpuRatio('previous_contentless_delete') },
 }
-if (args.json) console.log(JSON.stringify(out))
+if (asJson) console.log(JSON.stringify(out))
 else console.log(out)
 rmSync(dir, { recursive: true, force: true })

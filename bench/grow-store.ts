@@ -26,6 +26,7 @@ import { loadavg } from 'node:os'
 import { DatabaseSync } from 'node:sqlite'
 import { parseArgs } from 'node:util'
 import { BlockStore } from '../lib/store/store.ts'
+import { jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { corpus, type Corpus } from './corpus.ts'
 import { checkPrefix } from './corpus-prefix.ts'
 import { describeFtsStructure, ftsStructure } from './fts-structure.ts'
@@ -44,17 +45,8 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
   },
 })
-
-function log(line: string): void {
-  if (args.json) console.error(line)
-  else console.log(line)
-}
-
-function whole(name: 'to' | 'spread' | 'seed' | 'batch' | 'budget-min', least: number): number {
-  const value = Number(args[name])
-  if (!Number.isInteger(value) || value < least) throw new Error(`--${name} must be a whole number ≥ ${least}, got ${String(args[name])}`)
-  return value
-}
+const asJson = jsonWanted(args.json)
+const log = progressLog(asJson)
 
 await main()
 
@@ -62,12 +54,12 @@ async function main(): Promise<void> {
   if (args.from === '' || args.out === '') throw new Error('--from FILE and --out FILE are required')
   if (args.from === args.out) throw new Error('--out must differ from --from (the source is only read)')
   if (existsSync(args.out)) throw new Error(`${args.out} exists; this script writes a fresh copy`)
-  const target = whole('to', 0)
-  const spread = whole('spread', 0)
+  const target = wholeFlag('to', args.to, 0)
+  const spread = wholeFlag('spread', args.spread, 0)
   if ((target > 0) === (spread > 0)) throw new Error('give exactly one of --to N or --spread W')
-  const batch = whole('batch', 1)
-  const budgetMs = whole('budget-min', 1) * 60_000
-  const gen = corpus(whole('seed', 1))
+  const batch = wholeFlag('batch', args.batch)
+  const budgetMs = wholeFlag('budget-min', args['budget-min']) * 60_000
+  const gen = corpus(wholeFlag('seed', args.seed))
 
   // The source is only read; its WAL (if it has one) is copied beside the file, and the store's open folds it in.
   const started = nowMs()
@@ -93,7 +85,7 @@ async function main(): Promise<void> {
   const fileMb = statSync(args.out).size / 2 ** 20
   log(`${notes.toLocaleString('en')} notes, ${fileMb.toFixed(0)} MB; FTS5: ${describeFtsStructure(structure)}`)
   Object.assign(result, { notes, file_mb: Math.round(fileMb), bytes_per_note: Math.round((fileMb * 2 ** 20) / notes), fts: structure, load_avg: loadavg().map((l) => round(l, 1)) })
-  if (args.json) console.log(JSON.stringify(result))
+  if (asJson) console.log(JSON.stringify(result))
 }
 
 /** Commits blocks from … target−1 in batches until done or out of budget; the rates measured on the way. */

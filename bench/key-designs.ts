@@ -32,7 +32,7 @@
  * report gives CPU µs per note (`process.cpuUsage`, close to a quiet machine's under load) and
  * wall µs per note for each, and each design's floor ÷ design CPU ratio, per round and over all rounds.
  */
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
@@ -42,6 +42,7 @@ import { BlockStore } from '../lib/store/store.ts'
 import { indexColumns } from '../lib/store/fts-columns.ts'
 import { nearKey } from '../lib/text/near-key.ts'
 import { canonicalText } from '../lib/text/normalize.ts'
+import { jsonWanted, requirePerfCache, progressLog, wholeFlag } from './args.ts'
 import { corpus } from './corpus.ts'
 import { cpuMs, nowMs, round } from './stats.ts'
 
@@ -56,28 +57,17 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
   },
 })
-const NOTES = positive('notes')
-const MERGE_EVERY = positive('merge-every')
-const BATCH = positive('batch')
-const ROUNDS = positive('rounds')
-const SEED = positive('seed')
-if (args.store === '' || !existsSync(join(args.store, 'floor.db')) || !existsSync(join(args.store, 'memory.db'))) {
-  throw new Error('--store must name a folder built by `bench:perf --cache` (with memory.db and floor.db)')
-}
-
-function positive(name: 'notes' | 'merge-every' | 'batch' | 'rounds' | 'seed'): number {
-  const value = Number(args[name])
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got ${String(args[name])}`)
-  return value
-}
+const asJson = jsonWanted(args.json)
+const log = progressLog(asJson)
+const NOTES = wholeFlag('notes', args.notes)
+const MERGE_EVERY = wholeFlag('merge-every', args['merge-every'])
+const BATCH = wholeFlag('batch', args.batch)
+const ROUNDS = wholeFlag('rounds', args.rounds)
+const SEED = wholeFlag('seed', args.seed)
+requirePerfCache(args.store)
 
 function sum(values: readonly number[]): number {
   return values.reduce((a, b) => a + b, 0)
-}
-
-function log(line: string): void {
-  if (args.json) console.error(line)
-  else console.log(line)
 }
 
 /** One note as the floor writes it: rowid, content id, canonical text, near key. */
@@ -292,7 +282,7 @@ try {
     }
   }
   const result = { bench: 'key-designs', floor_notes: size, notes: NOTES, batch: BATCH, merge_every: MERGE_EVERY, rounds: ROUNDS, designs, load_1m: round(load, 2), load_1m_end: round(loadavg()[0]!, 2) }
-  if (args.json) console.log(JSON.stringify(result))
+  if (asJson) console.log(JSON.stringify(result))
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

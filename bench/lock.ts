@@ -16,6 +16,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { BlockStore } from '../lib/store/store.ts'
+import { wholeFlag } from './args.ts'
 import { QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
 import { measurePreStep } from './prestep.ts'
 import { round, summary } from './stats.ts'
@@ -28,14 +29,14 @@ const { values: args } = parseArgs({
     seed: { type: 'string', default: '20261130' },
   },
 })
-const N = Number(args.blocks)
-const TURNS = Number(args.turns)
-const ROUNDS = Number(args.rounds)
+const N = wholeFlag('blocks', args.blocks)
+const TURNS = wholeFlag('turns', args.turns)
+const ROUNDS = wholeFlag('rounds', args.rounds)
 const WARMUP = 5
 
 const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-lock-'))
 const storePath = join(dir, 'memory.db')
-const gen = corpus(Number(args.seed))
+const gen = corpus(wholeFlag('seed', args.seed))
 const store = new BlockStore(storePath)
 for (let i = 0; i < N; i += 500) store.commitMany(Array.from({ length: Math.min(500, N - i) }, (_, k) => ({ text: gen.block(i + k).text })))
 store.close()

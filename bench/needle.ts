@@ -28,6 +28,7 @@ import { extractPieces, type EventLike } from '../lib/kernel/layers/extract.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { injected, requestTexts, userMessage } from '../test/helpers/harness.ts'
 import { bootWindowed, filler, requestHas } from '../test/helpers/windowed.ts'
+import { jsonWanted, wholeFlag } from './args.ts'
 import { nowMs, percentile, round } from './stats.ts'
 
 const { values: args } = parseArgs({
@@ -38,6 +39,8 @@ const { values: args } = parseArgs({
     captureRuns: { type: 'string', default: '30' },
   },
 })
+const asJson = jsonWanted(args.json)
+const CAPTURE_RUNS = wholeFlag('captureRuns', args.captureRuns)
 
 /** One fact said once, and the question that asks for it later. */
 interface Needle {
@@ -187,11 +190,11 @@ async function main(): Promise<void> {
         for (const withPlugin of [true, false]) {
           const run = await conversation(window, overshoot, withPlugin, dir)
           results.push(...run)
-          if (!args.json) console.log(`window ${window} ×${overshoot} ${withPlugin ? 'with   ' : 'without'}: ${run.filter((r) => r.reached).length}/${run.length} reached, ${run.filter((r) => r.compacted).length} compacted away`)
+          if (!asJson) console.log(`window ${window} ×${overshoot} ${withPlugin ? 'with   ' : 'without'}: ${run.filter((r) => r.reached).length}/${run.length} reached, ${run.filter((r) => r.compacted).length} compacted away`)
         }
       }
     }
-    const capture = captureCost(dir, Number(args.captureRuns))
+    const capture = captureCost(dir, CAPTURE_RUNS)
     const withR = results.filter((r) => r.withPlugin)
     const withoutR = results.filter((r) => !r.withPlugin)
     const group = <K extends string | number>(key: (r: NeedleResult) => K) => {
@@ -219,7 +222,7 @@ async function main(): Promise<void> {
       seconds: round((nowMs() - started) / 1000, 1),
       load_1m: round(load, 2),
     }
-    if (args.json) console.log(JSON.stringify(summary))
+    if (asJson) console.log(JSON.stringify(summary))
     else console.log(JSON.stringify(summary, null, 2))
   } finally {
     rmSync(dir, { recursive: true, force: true })

@@ -21,7 +21,8 @@ import { parseArgs } from 'node:util'
 import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, gateHits } from '../lib/recall/gate.ts'
 import { recallBlocks } from '../lib/recall/recall.ts'
 import { BlockStore } from '../lib/store/store.ts'
-import { SCALE_QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
+import { kindsFlag, wholeFlag } from './args.ts'
+import { SCALE_QUERY_KINDS, corpus } from './corpus.ts'
 import { measurePreStep } from './prestep.ts'
 import { cpuMs, nowMs, round, tail } from './stats.ts'
 
@@ -37,20 +38,11 @@ const { values: args } = parseArgs({
   },
 })
 if (args.store === '') throw new Error('--store FILE is required (a store holding bench:perf\'s corpus)')
-const N = whole('blocks', 1)
-const QUERIES = whole('queries', 1)
-const TURNS = whole('turns', 0)
-const KINDS = args.kinds.split(',').map((k) => {
-  if (!(SCALE_QUERY_KINDS as readonly string[]).includes(k)) throw new Error(`--kinds: unknown kind ${k} (known: ${SCALE_QUERY_KINDS.join(', ')})`)
-  return k as QueryKind
-})
+const N = wholeFlag('blocks', args.blocks)
+const QUERIES = wholeFlag('queries', args.queries)
+const TURNS = wholeFlag('turns', args.turns, 0)
+const KINDS = kindsFlag(args.kinds)
 const WARMUP = 20
-
-function whole(name: 'blocks' | 'queries' | 'turns' | 'seed', least: number): number {
-  const value = Number(args[name])
-  if (args[name] === '' || !Number.isInteger(value) || value < least) throw new Error(`--${name} must be a whole number ≥ ${least}, got ${String(args[name])}`)
-  return value
-}
 
 /** One side of the A/B: a store connection and the recall + gate of one `lib/`. */
 interface Side { run: (query: string) => void, close: () => void, wall: number[], cpu: number[] }
@@ -69,7 +61,7 @@ async function baselineSide(lib: string): Promise<Side> {
 }
 const sides: Side[] = args.baseline === '' ? [ours] : [ours, await baselineSide(args.baseline)]
 
-const gen = corpus(whole('seed', 1))
+const gen = corpus(wholeFlag('seed', args.seed))
 const out: Record<string, unknown> = { notes: ours.store.count(), file_mb: Math.round(statSync(args.store).size / 2 ** 20), queries: QUERIES, turns: TURNS }
 if (sides.length > 1) out.baseline = { lib: resolve(args.baseline) }
 for (const kind of KINDS) {

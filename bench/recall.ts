@@ -5,15 +5,16 @@
  * (`BlockStore.commitMany`; one store per scope in scoped mode), runs every query through the
  * recall the injection uses (`recallBlocksHybrid(store, null, …)`, as the service calls it), and
  * prints per-category tables beside same-run FTS5 BM25 floors (see `recall/floors.ts`), as the
- * Markdown table of docs/benchmarks.md with `--markdown`. With `--json` the last line is one JSON
- * object. A hybrid recall can be plugged in through `runRecallBench(…, { recall })` without
- * touching the measuring code.
+ * Markdown table of docs/benchmarks.md with `--markdown`. With `--json` stdout is one line, the
+ * JSON object, and the tables go to stderr. A hybrid recall can be plugged in through
+ * `runRecallBench(…, { recall })` without touching the measuring code.
  */
 import { performance } from 'node:perf_hooks'
 import { isAbstention } from '../lib/recall/abstain.ts'
 import { recallBlocksHybrid } from '../lib/recall/hybrid.ts'
 import type { Hit } from '../lib/recall/types.ts'
 import type { BlockStore } from '../lib/store/store.ts'
+import { jsonWanted } from './args.ts'
 import { buildStore, partition } from './recall/build-store.ts'
 import { EvalSetError, readEvalSet, type EvalSet } from './recall/eval-set.ts'
 import { FLOORS, FloorIndex, type FloorName } from './recall/floors.ts'
@@ -237,6 +238,9 @@ function parseArgs(argv: readonly string[]): CliArgs {
 async function main(): Promise<void> {
   try {
     const args = parseArgs(process.argv.slice(2))
+    const json = jsonWanted(args.json)
+    // The tables go to stderr when the JSON line is wanted, so stdout holds that line alone.
+    const text = (table: string) => (json ? process.stderr : process.stdout).write(`${table}\n`)
     const set = readEvalSet(args.data)
     const mode = args.mode ?? (set.scopes.length > 1 ? 'scoped' : 'global')
     const embed = args.embedUrl === '' ? undefined : { url: args.embedUrl, model: args.embedModel, languages: ['en'], fusion: args.fusion }
@@ -247,14 +251,14 @@ async function main(): Promise<void> {
       const gate = { minRelevance: args.minRelevance, falloff: args.falloff, minScore: 0, topK: 5 }
       const result = await runPrecisionBench(set, { mode, negatives, gate, half: args.half, recall: hybrid?.recall, label })
       if (hybrid) result.degraded = hybrid.degraded
-      process.stdout.write(`${precisionTable(result)}\n`)
-      if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`)
+      text(precisionTable(result))
+      if (json) process.stdout.write(`${JSON.stringify(result)}\n`)
       return
     }
     const { result, tables, markdown } = await runRecallBench(set, { mode, ks: args.ks, repeat: args.repeat, recall: hybrid?.recall, label })
     if (hybrid) result.degraded = hybrid.degraded
-    process.stdout.write(`${args.markdown ? markdown : tables}\n`)
-    if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`)
+    text(args.markdown ? markdown : tables)
+    if (json) process.stdout.write(`${JSON.stringify(result)}\n`)
   } catch (error) {
     if (!(error instanceof EvalSetError)) throw error
     process.stderr.write(`bench:recall: ${error.message}\n`)

@@ -26,6 +26,7 @@ import { similarCandidates } from '../lib/kernel/scenes/similar.ts'
 import { feature, newSituation, prepare } from '../lib/kernel/scenes/situation.ts'
 import { withSceneNotes } from '../lib/kernel/scenes/union.ts'
 import { recallBlocks } from '../lib/recall/recall.ts'
+import { jsonWanted, wholeFlag } from './args.ts'
 import { rng } from './corpus.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { nowMs, percentile, round } from './stats.ts'
@@ -179,7 +180,8 @@ if (import.meta.main) {
       json: { type: 'boolean', default: false },
     },
   })
-  const log = (line: string) => { if (!values.json) console.log(line) }
-  const result = await measureSceneCost({ scenes: Number(values.scenes), refs: Number(values.refs), samples: Number(values.samples), log })
-  if (values.json) console.log(JSON.stringify(result))
+  const asJson = jsonWanted(values.json)
+  const log = (line: string) => { if (!asJson) console.log(line) }
+  const result = await measureSceneCost({ scenes: wholeFlag('scenes', values.scenes), refs: wholeFlag('refs', values.refs), samples: wholeFlag('samples', values.samples), log })
+  if (asJson) console.log(JSON.stringify(result))
 }

@@ -22,6 +22,7 @@ import { createUserMessage, type UserMessage } from '@deepseek-ai/dsh-llm'
 import { parseArgs } from 'node:util'
 import { boot, injected, reply, tempStorePath, textOf, toolCall } from '../test/helpers/harness.ts'
 import { topicWords, topicsLoaded } from '../lib/kernel/scenes/topics.ts'
+import { jsonWanted, wholeFlag } from './args.ts'
 import { measureSceneCost } from './scene-cost.ts'
 import { nowMs, round } from './stats.ts'
 
@@ -34,8 +35,10 @@ const { values: args } = parseArgs({
     debug: { type: 'boolean', default: false },
   },
 })
+const asJson = jsonWanted(args.json)
+const costSizes = { scenes: wholeFlag('scenes', args.scenes), refs: wholeFlag('refs', args.refs), samples: wholeFlag('samples', args.samples) }
 
-const log = (line: string) => { if (!args.json) console.log(line) }
+const log = (line: string) => { if (!asJson) console.log(line) }
 /** Progress on stderr, so a slow machine shows where the run is. */
 const progress = (line: string) => { process.stderr.write(`${line}\n`) }
 
@@ -139,6 +142,6 @@ log(`  scenes on : recall ${situated.scenes_on.recall}, leakage ${situated.scene
 log(`  scenes off: recall ${situated.scenes_off.recall}, leakage ${situated.scenes_off.leakage}`)
 log(`topic segmenter first load: ${segmenterLoad.wall_ms} ms wall, ${segmenterLoad.cpu_ms} ms CPU`)
 
-const cost = await measureSceneCost({ scenes: Number(args.scenes), refs: Number(args.refs), samples: Number(args.samples), log })
+const cost = await measureSceneCost({ ...costSizes, log })
 const result = { situated, segmenter_load: segmenterLoad, cost }
-if (args.json) console.log(JSON.stringify(result))
+if (asJson) console.log(JSON.stringify(result))

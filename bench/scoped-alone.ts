@@ -22,7 +22,8 @@ import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, gateHits } from '../lib/recall/
 import { recallBlocks } from '../lib/recall/recall.ts'
 import { GLOBAL_SCOPE } from '../lib/store/scope-key.ts'
 import { BlockStore } from '../lib/store/store.ts'
-import { SCALE_QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
+import { kindsFlag, wholeFlag } from './args.ts'
+import { SCALE_QUERY_KINDS, corpus } from './corpus.ts'
 import { measurePreStep } from './prestep.ts'
 import { cpuMs, nowMs, percentile, round, tail } from './stats.ts'
 import { benchWorkspace, benchWorkspaceDir } from './workspaces.ts'
@@ -40,23 +41,14 @@ const { values: args } = parseArgs({
   },
 })
 if (args.spread === '' || args.single === '') throw new Error('--spread FILE and --single FILE are required')
-const N = whole('blocks', 1)
-const W = whole('workspaces', 1)
-const QUERIES = whole('queries', 1)
-const TURNS = whole('turns', 0)
-const KINDS = args.kinds.split(',').map((k) => {
-  if (!(SCALE_QUERY_KINDS as readonly string[]).includes(k)) throw new Error(`--kinds: unknown kind ${k} (known: ${SCALE_QUERY_KINDS.join(', ')})`)
-  return k as QueryKind
-})
+const N = wholeFlag('blocks', args.blocks)
+const W = wholeFlag('workspaces', args.workspaces)
+const QUERIES = wholeFlag('queries', args.queries)
+const TURNS = wholeFlag('turns', args.turns, 0)
+const KINDS = kindsFlag(args.kinds)
 const WARMUP = 20
 
-function whole(name: 'blocks' | 'workspaces' | 'queries' | 'turns' | 'seed', least: number): number {
-  const value = Number(args[name])
-  if (args[name] === '' || !Number.isInteger(value) || value < least) throw new Error(`--${name} must be a whole number ≥ ${least}, got ${String(args[name])}`)
-  return value
-}
-
-const gen = corpus(whole('seed', 1))
+const gen = corpus(wholeFlag('seed', args.seed))
 const spread = new BlockStore(args.spread)
 const single = new BlockStore(args.single)
 const out: Record<string, unknown> = { notes: spread.count(), workspaces: W, queries: QUERIES, turns: TURNS }

@@ -21,6 +21,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { redactSecrets } from '../lib/secrets.ts'
 import { TRIGGERS } from '../lib/secrets/shapes.ts'
+import { jsonWanted, wholeFlag } from './args.ts'
 import { readEvalSet } from './recall/eval-set.ts'
 import { HOSTILE_FRAGMENTS, hostileText } from './secrets/hostile.ts'
 import { nowMs, percentile, round } from './stats.ts'
@@ -32,8 +33,9 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
   },
 })
+const asJson = jsonWanted(args.json)
 const SETS = ['madial-zh-dev', 'locomo-en-dev', 'cmrc2018-zh-chunk-dev']
-const repeat = Math.max(1, Number(args.repeat))
+const repeat = wholeFlag('repeat', args.repeat)
 
 /** The baseline: what the commit path does to every note's text anyway. */
 function baseline(text: string): number {
@@ -41,7 +43,7 @@ function baseline(text: string): number {
 }
 
 function log(line: string): void {
-  if (!args.json) console.log(line)
+  if (!asJson) console.log(line)
 }
 
 // 1. False positives.

@@ -22,6 +22,7 @@ import { recallBlocks } from '../lib/recall/recall.ts'
 import { READS, type ApiContext } from '../lib/serve/api.ts'
 import { serve } from '../lib/serve/server.ts'
 import { BlockStore } from '../lib/store/store.ts'
+import { jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
 import { nowMs, round, summary } from './stats.ts'
 
@@ -34,16 +35,12 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
   },
 })
-const positive = (name: 'blocks' | 'queries' | 'pages' | 'seed'): number => {
-  const value = Number(args[name])
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got ${String(args[name])}`)
-  return value
-}
-const N = positive('blocks')
-const QUERIES = positive('queries')
-const PAGES = positive('pages')
-const SEED = positive('seed')
-const log = (line: string) => (args.json ? console.error : console.log)(line)
+const asJson = jsonWanted(args.json)
+const log = progressLog(asJson)
+const N = wholeFlag('blocks', args.blocks)
+const QUERIES = wholeFlag('queries', args.queries)
+const PAGES = wholeFlag('pages', args.pages)
+const SEED = wholeFlag('seed', args.seed)
 
 const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-serve-'))
 const path = join(dir, 'memory.db')
@@ -144,4 +141,4 @@ const result = {
   http: { first_page: httpPage, search: httpSearch },
   bounds: { first_page_p99_ms: 200, search_p99_ms: 50 },
 }
-console.log(args.json ? JSON.stringify(result) : JSON.stringify(result, null, 2))
+console.log(asJson ? JSON.stringify(result) : JSON.stringify(result, null, 2))

@@ -53,12 +53,13 @@ import { PerformanceObserver } from 'node:perf_hooks'
 import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { loadavg } from 'node:os'
+import { jsonWanted, wholeFlag } from './args.ts'
 import { quantileShift, type Shift } from './shift.ts'
 import { cpuMs, percentile, round, summary } from './stats.ts'
 
 const { values: args } = parseArgs({ options: { turns: { type: 'string', default: '1000' }, json: { type: 'boolean', default: false }, compare: { type: 'string' }, only: { type: 'string' }, windows: { type: 'string' } } })
-const TURNS = Number(args.turns)
-if (!Number.isInteger(TURNS) || TURNS <= 0) throw new Error(`--turns must be a positive integer, got ${String(args.turns)}`)
+const asJson = jsonWanted(args.json)
+const TURNS = wholeFlag('turns', args.turns)
 const WARMUP = 50
 const NOOPS_PER_STAGE = 7
 /** Rounds after the measured ones, run without the collections between turns, to price collection per byte (see `gcRate`). */
@@ -440,7 +441,7 @@ const result = {
   wall_noops_p50_ms: round(percentile(noops.wall, 50)),
 }
 const ci = (key: string) => `[${(result as Record<string, unknown>)[`${key}_ci95_ms`] as number[]}]`
-if (!args.json) {
+if (!asJson) {
   for (const [label, a] of Object.entries({ bare, plugin: plain, noops, control, ...(compare ? { compare } : {}), ...(compareNoops ? { compare_noops: compareNoops } : {}) })) {
     console.log(`${label.padEnd(7)} cpu p50 ${percentile(a.cpu, 50).toFixed(3)} ms  p99 ${percentile(a.cpu, 99).toFixed(3)} ms   wall p50 ${percentile(a.wall, 50).toFixed(3)} ms   GC in ${(a.gcShare * 100).toFixed(0)} % of turns`)
   }

@@ -10,6 +10,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import { wholeFlag } from './args.ts'
 
 interface ProfileNode { id: number, callFrame: { functionName: string, url: string, lineNumber: number }, children?: number[] }
 interface Profile { nodes: ProfileNode[], startTime: number, samples: number[], timeDeltas: number[] }
@@ -19,7 +20,7 @@ const [profilePath, windowsPath] = positionals
 if (profilePath === undefined || windowsPath === undefined) throw new Error('usage: turn-profile.ts <profile.cpuprofile> <windows.json> [--top N]')
 const profile = JSON.parse(readFileSync(profilePath, 'utf8')) as Profile
 const windows = JSON.parse(readFileSync(windowsPath, 'utf8')) as Array<[number, number]>
-const top = Number(values.top)
+const top = wholeFlag('top', values.top)
 
 const byId = new Map(profile.nodes.map((n) => [n.id, n]))
 const parent = new Map<number, number>()

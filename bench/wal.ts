@@ -13,11 +13,12 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { parseArgs } from 'node:util'
 import { BlockStore, WAL_SIZE_LIMIT } from '../lib/store/store.ts'
+import { wholeFlag } from './args.ts'
 import { corpus } from './corpus.ts'
 
 const { values: args } = parseArgs({ options: { commits: { type: 'string', default: '3000' }, seed: { type: 'string', default: '20261130' } } })
-const N = Number(args.commits)
-const gen = corpus(Number(args.seed))
+const N = wholeFlag('commits', args.commits)
+const gen = corpus(wholeFlag('seed', args.seed))
 
 function run(walSizeLimitBytes: number | undefined): Record<string, number> {
   const dir = mkdtempSync(join(tmpdir(), 'stablemem-bench-wal-'))

@@ -26,7 +26,7 @@
  * machine the CPU figures are close to what a quiet one gives. With `--json` the last line is one
  * JSON object.
  */
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -37,6 +37,7 @@ import { BlockStore } from '../lib/store/store.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { nearKey } from '../lib/text/near-key.ts'
 import { canonicalText } from '../lib/text/normalize.ts'
+import { jsonWanted, requirePerfCache, progressLog, wholeFlag } from './args.ts'
 import { corpus } from './corpus.ts'
 import { cpuMs, nowMs, round } from './stats.ts'
 
@@ -50,19 +51,13 @@ const { values: args } = parseArgs({
     json: { type: 'boolean', default: false },
   },
 })
-const NOTES = positive('notes')
-const BATCH = positive('batch')
-const SINGLE = positive('single')
-const SEED = positive('seed')
-if (args.store === '' || !existsSync(join(args.store, 'memory.db')) || !existsSync(join(args.store, 'floor.db'))) {
-  throw new Error('--store must name a folder built by `bench:perf --cache` (with memory.db and floor.db)')
-}
-
-function positive(name: 'notes' | 'batch' | 'single' | 'seed'): number {
-  const value = Number(args[name])
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got ${String(args[name])}`)
-  return value
-}
+const asJson = jsonWanted(args.json)
+const log = progressLog(asJson)
+const NOTES = wholeFlag('notes', args.notes)
+const BATCH = wholeFlag('batch', args.batch)
+const SINGLE = wholeFlag('single', args.single)
+const SEED = wholeFlag('seed', args.seed)
+requirePerfCache(args.store)
 
 /**
  * Makes the floor file write what the store writes: its bare `(rowid, text)` table gets the block
@@ -77,11 +72,6 @@ function likeTheStore(db: DatabaseSync): void {
   db.exec(`CREATE TABLE IF NOT EXISTS m (block_rowid INTEGER NOT NULL, scope TEXT NOT NULL, created_at INTEGER NOT NULL,
     PRIMARY KEY (block_rowid, scope)) WITHOUT ROWID`)
   db.exec("INSERT INTO f (f, rank) VALUES ('secure-delete', 1)")
-}
-
-function log(line: string): void {
-  if (args.json) console.error(line)
-  else console.log(line)
 }
 
 /** Wall and CPU time of `fn`, in ms. */
@@ -181,7 +171,7 @@ try {
   }
   log(`batched: ${result.batch_commit_per_s}/s (${result.batch_commit_cpu_per_s}/s CPU); floor ${result.floor_commit_per_s}/s (${result.floor_commit_cpu_per_s}/s CPU): ` +
     `${result.batch_vs_floor}× wall, ${result.batch_vs_floor_cpu}× CPU; bare floor ${result.bare_floor_commit_cpu_per_s}/s CPU; single ${result.commit_per_s}/s (${result.commit_cpu_per_s}/s CPU)`)
-  if (args.json) console.log(JSON.stringify(result))
+  if (asJson) console.log(JSON.stringify(result))
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

@@ -9,30 +9,17 @@
  *
  * Run with `npm run test:e2e`. The first run installs dsh into `.cache/dsh-e2e/` (minutes).
  */
-import { execFile } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import t from 'tap'
 import { BlockStore } from '../lib/store/store.ts'
-import { startFakeDeepSeek, wireRecalledNotes, wireText, type WireRequest } from '../test/helpers/fake-deepseek.ts'
+import { startFakeDeepSeek, wireRecalledNotes, wireText } from '../test/helpers/fake-deepseek.ts'
 import { ensureDsh, installIntoProfile, packThisPackage } from './dsh-cli.ts'
+import { isConversation, run } from './memory-model.ts'
 
 const FACT = 'billing 服务端口 8499，部署在 10.3.7.9'
 const GLOBAL_FACT = '我的时区是上海，回复用中文'
-
-/** Conversation requests carry the tools; dsh's session-title request has none. */
-function isConversation(request: WireRequest): boolean {
-  return (request.body.tools?.length ?? 0) > 0
-}
-
-function run(bin: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number, stdout: string, stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(join(bin, 'dsh'), args, { cwd, env, timeout: 180_000, maxBuffer: 32 << 20 }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr })
-    })
-  })
-}
 
 t.test('dsh --profile headless: a fact saved in session 1 is recalled into session 2 in the same workspace, never in another', async (t) => {
   const bin = ensureDsh((line) => t.comment(line))
@@ -69,7 +56,7 @@ t.test('dsh --profile headless: a fact saved in session 1 is recalled into sessi
   }
 
   // First boot creates the headless profile (and profiles/node_modules with dsh's own packages).
-  const init = await run(bin, ['--profile', 'headless', '--dump-config'], env, project)
+  const init = await run(join(bin, 'dsh'), ['--profile', 'headless', '--dump-config'], env, project)
   t.equal(init.code, 0, `profile initialised: ${init.stderr}`)
   const profileDir = join(home, 'profiles', 'headless')
   t.ok(existsSync(join(home, 'profiles', 'node_modules', '@deepseek-ai', 'cordis')), 'dsh links its packages for profiles')
@@ -91,7 +78,7 @@ t.test('dsh --profile headless: a fact saved in session 1 is recalled into sessi
     '',
   ].join('\n'))
 
-  const first = await run(bin, ['--profile', 'headless', '--patch', patch, `记住：${FACT}`], env, project)
+  const first = await run(join(bin, 'dsh'), ['--profile', 'headless', '--patch', patch, `记住：${FACT}`], env, project)
   t.equal(first.code, 0, `session 1 completed: ${first.stderr}`)
   const session1 = server.requests.filter(isConversation)
   t.ok(session1[0]?.body.tools?.some((tool) => tool.function.name === 'stablemem_commit'), 'the packed plugin registered its tool')
@@ -103,7 +90,7 @@ t.test('dsh --profile headless: a fact saved in session 1 is recalled into sessi
     'the store file holds the project fact in the workspace dsh ran in, and the global fact')
 
   const before = server.requests.length
-  const second = await run(bin, ['--profile', 'headless', '--patch', patch, 'billing 服务的端口是多少？'], env, project)
+  const second = await run(join(bin, 'dsh'), ['--profile', 'headless', '--patch', patch, 'billing 服务的端口是多少？'], env, project)
   t.equal(second.code, 0, `session 2 completed: ${second.stderr}`)
   const session2 = server.requests.slice(before).filter(isConversation)
   t.equal(session2.length, 1, 'session 2: one conversation request')
@@ -114,7 +101,7 @@ t.test('dsh --profile headless: a fact saved in session 1 is recalled into sessi
   t.match(second.stdout, /根据长期记忆：billing 服务端口 8499/)
 
   const beforeThird = server.requests.length
-  const third = await run(bin, ['--profile', 'headless', '--patch', patch, 'billing 服务的端口是多少？我的时区是哪里？'], env, otherProject)
+  const third = await run(join(bin, 'dsh'), ['--profile', 'headless', '--patch', patch, 'billing 服务的端口是多少？我的时区是哪里？'], env, otherProject)
   t.equal(third.code, 0, `session 3 completed: ${third.stderr}`)
   const session3 = server.requests.slice(beforeThird).filter(isConversation)
   t.equal(session3.length, 1, 'session 3: one conversation request')

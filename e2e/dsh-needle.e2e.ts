@@ -11,7 +11,6 @@
  * second run carries it, labelled as a turn of another session, and compaction is
  * `dsh-stablemem/compaction`, whose checkpoint says how many messages moved to memory.
  */
-import { execFile } from 'node:child_process'
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
@@ -19,26 +18,15 @@ import t from 'tap'
 import { startFakeDeepSeek, wireText, type WireRequest } from '../test/helpers/fake-deepseek.ts'
 import { filler } from '../test/helpers/windowed.ts'
 import { ensureDsh, installIntoProfile, packThisPackage } from './dsh-cli.ts'
+import { isConversation, run } from './memory-model.ts'
 
 const NEEDLE = 'billing 服务端口 13010'
 const WINDOW = 24_000
 /** Tool calls the model makes in the first run; each carries a long argument, so the turn outgrows the window. */
 const FILL_STEPS = 14
 
-function isConversation(request: WireRequest): boolean {
-  return (request.body.tools?.length ?? 0) > 0
-}
-
 function isCompaction(request: WireRequest): boolean {
   return request.body.messages.at(-1)?.content?.includes('acting as a compaction engine') === true
-}
-
-function run(bin: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number, stdout: string, stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(join(bin, 'dsh'), args, { cwd, env, timeout: 300_000, maxBuffer: 32 << 20 }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr })
-    })
-  })
 }
 
 t.test('dsh --profile headless: a needle compacted away in run 1 is recalled in run 2; without the plugin it is not', async (t) => {
@@ -72,7 +60,7 @@ t.test('dsh --profile headless: a needle compacted away in run 1 is recalled in 
     PATH: `${bin}${delimiter}${process.env.PATH ?? ''}`, HOME: work, TMPDIR: work, DSH_HOME: home,
     DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-e2e-fake',
   }
-  const init = await run(bin, ['--profile', 'headless', '--dump-config'], env, project)
+  const init = await run(join(bin, 'dsh'), ['--profile', 'headless', '--dump-config'], env, project, 300_000)
   t.equal(init.code, 0, `profile initialised: ${init.stderr}`)
   installIntoProfile(tarball, join(home, 'profiles', 'headless'))
 
@@ -94,7 +82,7 @@ t.test('dsh --profile headless: a needle compacted away in run 1 is recalled in 
   for (const [label, patch] of [['with the plugin', withPlugin], ['without the plugin', without]] as const) {
     step = 0
     const start = server.requests.length
-    const first = await run(bin, ['--profile', 'headless', '--patch', patch, `记住：${NEEDLE}。`], env, project)
+    const first = await run(join(bin, 'dsh'), ['--profile', 'headless', '--patch', patch, `记住：${NEEDLE}。`], env, project, 300_000)
     t.equal(first.code, 0, `${label}, run 1 completed: ${first.stderr.slice(0, 2000)}`)
     const run1 = server.requests.slice(start).filter(isConversation)
     t.ok(run1.some(isCompaction), `${label}: dsh compacted during run 1`)
@@ -106,7 +94,7 @@ t.test('dsh --profile headless: a needle compacted away in run 1 is recalled in 
     if (patch === withPlugin) t.ok(checkpoints.some((r) => line.test(wireText(r))), 'a checkpoint dsh-stablemem/compaction wrote says what moved to memory')
     else t.notOk(checkpoints.some((r) => wireText(r).includes('[stablemem] ') && line.test(wireText(r))), 'dsh\'s own engine writes no such line')
     const before = server.requests.length
-    const second = await run(bin, ['--profile', 'headless', '--patch', patch, 'billing 服务端口是多少？'], env, project)
+    const second = await run(join(bin, 'dsh'), ['--profile', 'headless', '--patch', patch, 'billing 服务端口是多少？'], env, project, 300_000)
     t.equal(second.code, 0, `${label}, run 2 completed: ${second.stderr.slice(0, 2000)}`)
     const question = server.requests.slice(before).filter((r) => isConversation(r) && !isCompaction(r)).at(-1)!
     if (patch === withPlugin) {

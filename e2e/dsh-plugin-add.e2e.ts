@@ -7,37 +7,20 @@
  * dsh's own preset discovery, and that the shipped preset is the installed dsh's `standard` plus
  * the kernel rows.
  */
-import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs'
-import { delimiter, join } from 'node:path'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import { composePreset } from '../lib/kernel/preset.ts'
 import { wireRecalledNotes, wireText } from '../test/helpers/fake-deepseek.ts'
-import { tempDir } from '../test/helpers/temp.ts'
-import { PACKAGE_ROOT, ensureDsh, packThisPackage } from './dsh-cli.ts'
-import { isConversation, run, startMemoryModel } from './memory-model.ts'
+import { PACKAGE_ROOT } from './dsh-cli.ts'
+import { isConversation, memoryWorkspace, run } from './memory-model.ts'
 
 const FACT = 'billing 服务端口 8499，部署在 10.3.7.9'
 
 t.test('dsh plugin add <tarball> mounts the host row; a fact saved in session 1 is recalled in session 2', async (t) => {
-  const bin = ensureDsh((line) => t.comment(line))
-  const work = realpathSync(tempDir('stablemem-plugin-add'))
-  const tarball = packThisPackage(work)
-  const home = join(work, 'dsh-home')
-  const project = join(work, 'project')
-  mkdirSync(project, { recursive: true })
-  const server = await startMemoryModel()
+  const { bin, tarball, home, project, server, env } = await memoryWorkspace('stablemem-plugin-add', (line) => t.comment(line))
   t.teardown(() => server.close())
-  const env: NodeJS.ProcessEnv = {
-    // dsh runs pnpm from PATH: this project's pinned pnpm first, then the dsh install's.
-    PATH: [join(PACKAGE_ROOT, 'node_modules', '.bin'), bin, process.env.PATH ?? ''].join(delimiter),
-    HOME: work,
-    TMPDIR: work,
-    DSH_HOME: home,
-    DEEPSEEK_BASE_URL: server.baseURL,
-    DEEPSEEK_API_KEY: 'sk-e2e-fake',
-    npm_config_update_notifier: 'false',
-  }
 
   const add = await run(join(bin, 'dsh'), ['plugin', '--profile', 'headless', 'add', tarball], env, project)
   t.equal(add.code, 0, `dsh plugin add: ${add.stderr}`)

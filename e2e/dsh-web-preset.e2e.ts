@@ -7,13 +7,10 @@
  * a session on dsh's `standard` preset gets it once too, from the host row.
  */
 import { spawn } from 'node:child_process'
-import { mkdirSync, realpathSync } from 'node:fs'
-import { delimiter, join } from 'node:path'
+import { join } from 'node:path'
 import t from 'tap'
 import { wireRecalledNotes, wireText, type WireRequest } from '../test/helpers/fake-deepseek.ts'
-import { tempDir } from '../test/helpers/temp.ts'
-import { PACKAGE_ROOT, ensureDsh, packThisPackage } from './dsh-cli.ts'
-import { isConversation, run, startMemoryModel } from './memory-model.ts'
+import { isConversation, memoryWorkspace, run } from './memory-model.ts'
 
 const FACT = 'billing 服务端口 8499，部署在 10.3.7.9'
 
@@ -29,23 +26,8 @@ async function until<T>(what: string, test: () => T | undefined, ms = 120_000): 
 }
 
 t.test('dsh web: the stablemem preset serves its sessions through the kernel row, other presets through the host row', async (t) => {
-  const bin = ensureDsh((line) => t.comment(line))
-  const work = realpathSync(tempDir('stablemem-web'))
-  const tarball = packThisPackage(work)
-  const home = join(work, 'dsh-home')
-  const project = join(work, 'project')
-  mkdirSync(project, { recursive: true })
-  const server = await startMemoryModel()
+  const { bin, tarball, home, project, server, env } = await memoryWorkspace('stablemem-web', (line) => t.comment(line))
   t.teardown(() => server.close())
-  const env: NodeJS.ProcessEnv = {
-    PATH: [join(PACKAGE_ROOT, 'node_modules', '.bin'), bin, process.env.PATH ?? ''].join(delimiter),
-    HOME: work,
-    TMPDIR: work,
-    DSH_HOME: home,
-    DEEPSEEK_BASE_URL: server.baseURL,
-    DEEPSEEK_API_KEY: 'sk-e2e-fake',
-    npm_config_update_notifier: 'false',
-  }
 
   const add = await run(join(bin, 'dsh'), ['plugin', '--profile', 'web', 'add', tarball], env, project)
   t.equal(add.code, 0, add.stderr)

@@ -8,17 +8,8 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { join } from 'node:path'
 import t from 'tap'
 import { BlockStore } from '../lib/store/store.ts'
-import { runCli } from './helpers/cli.ts'
+import { filledStore, runCli } from './helpers/cli.ts'
 import { tempDir } from './helpers/temp.ts'
-
-/** A store with `n` notes, built in one transaction. */
-function filledStore(n: number, label = 'cli'): string {
-  const path = join(tempDir(`stablemem-${label}`), 'm.db')
-  const store = new BlockStore(path)
-  store.commitMany(Array.from({ length: n }, (_, i) => ({ text: `service-${i} port ${10_000 + i} 服务端口` })))
-  store.close()
-  return path
-}
 
 t.test('--db that is not a regular file is refused, and nothing is created beside it', async (t) => {
   const dir = tempDir('stablemem-cli')

@@ -10,18 +10,9 @@ import t from 'tap'
 import { fileLines } from '../lib/cli/read-lines.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { EXPORT_VERSION, exportJsonl } from '../lib/store/transfer.ts'
-import { CLI_SOURCE, runCli } from './helpers/cli.ts'
+import { CLI_SOURCE, filledStore, runCli } from './helpers/cli.ts'
 import { mutant } from './helpers/mutant.ts'
 import { tempDir } from './helpers/temp.ts'
-
-/** A store with `n` notes, built in one transaction. */
-function filledStore(n: number, label = 'cli'): string {
-  const path = join(tempDir(`stablemem-${label}`), 'm.db')
-  const store = new BlockStore(path)
-  store.commitMany(Array.from({ length: n }, (_, i) => ({ text: `service-${i} port ${10_000 + i} 服务端口` })))
-  store.close()
-  return path
-}
 
 function exportLines(texts: string[], secrets: 'allow' | 'redact' = 'redact'): { lines: string[], ids: string[] } {
   const store = new BlockStore(join(tempDir('stablemem-src'), 'm.db'), { secrets })

@@ -6,19 +6,9 @@ import { spawn } from 'node:child_process'
 import { closeSync, openSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { BlockStore } from '../lib/store/store.ts'
-import { runCli } from './helpers/cli.ts'
+import { filledStore, runCli } from './helpers/cli.ts'
 import { mutant } from './helpers/mutant.ts'
 import { tempDir } from './helpers/temp.ts'
-
-/** A store with `n` notes, built in one transaction. */
-function filledStore(n: number): string {
-  const path = join(tempDir('stablemem-mut'), 'm.db')
-  const store = new BlockStore(path)
-  store.commitMany(Array.from({ length: n }, (_, i) => ({ text: `service-${i} port ${10_000 + i} 服务端口` })))
-  store.close()
-  return path
-}
 
 t.test('mutations: without the regular-file check /dev/null is opened; without read-only opens a read command leaves WAL files', async (t) => {
   const special = mutant({ file: 'cli/open-store.ts', from: "  refuseSpecial(path)\n  return new BlockStore(path, { readOnly: options.write !== true })", to: "  return new BlockStore(path, { readOnly: options.write !== true })" })

@@ -6,18 +6,7 @@ import { closeSync, openSync, readdirSync } from 'node:fs'
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import t from 'tap'
-import { BlockStore } from '../lib/store/store.ts'
-import { CLI_SOURCE, runCli } from './helpers/cli.ts'
-import { tempDir } from './helpers/temp.ts'
-
-/** A store with `n` notes, built in one transaction. */
-function filledStore(n: number): string {
-  const path = join(tempDir('stablemem-out'), 'm.db')
-  const store = new BlockStore(path)
-  store.commitMany(Array.from({ length: n }, (_, i) => ({ text: `service-${i} port ${10_000 + i} 服务端口` })))
-  store.close()
-  return path
-}
+import { CLI_SOURCE, filledStore, runCli } from './helpers/cli.ts'
 
 /** Runs the command with its standard output on `fd` (a pipe we close, or /dev/full). */
 function runWithStdout(args: string[], stdout: 'pipe-closed' | number): Promise<{ code: number | null, stderr: string }> {

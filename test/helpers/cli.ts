@@ -3,7 +3,10 @@
  * source by default or the built `dist` entry), on real files.
  */
 import { execFile } from 'node:child_process'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { BlockStore } from '../../lib/store/store.ts'
+import { tempDir } from './temp.ts'
 
 /** The source entry point of the command. */
 export const CLI_SOURCE = fileURLToPath(new URL('../../lib/cli/main.ts', import.meta.url))
@@ -29,4 +32,13 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv, entry
       resolve({ code, stdout, stderr })
     })
   })
+}
+
+/** A store file with `n` notes (`service-i port 10000+i 服务端口`), built in one transaction and closed. */
+export function filledStore(n: number, label = 'cli'): string {
+  const path = join(tempDir(`stablemem-${label}`), 'm.db')
+  const store = new BlockStore(path)
+  store.commitMany(Array.from({ length: n }, (_, i) => ({ text: `service-${i} port ${10_000 + i} 服务端口` })))
+  store.close()
+  return path
 }

@@ -9,6 +9,7 @@ import AgentLoop from '@deepseek-ai/dsh-agent-loop'
 import { mountAgentLoopTestDependencies } from '@deepseek-ai/dsh-agent-loop-testkit'
 import { CallId, LlmAdapter, createUserMessage, type GenerateOptions, type Message, type StreamChunk, type UserMessage } from '@deepseek-ai/dsh-llm'
 import { SessionId } from '@deepseek-ai/dsh-session'
+import { defineTool } from '@deepseek-ai/dsh-tools'
 import * as plugin from '../../lib/index.ts'
 import type { Config } from '../../lib/config.ts'
 import { tempDir } from './temp.ts'
@@ -120,6 +121,23 @@ export const realContext = {
       return { kind: 'enter', messages: [...decision.messages, ...realBatch('').slice(2)] }
     })
   },
+}
+
+/**
+ * A tool `echo` with one parameter `word`, answering `echo:<word>`; `ran` hears each word its body
+ * runs with, so a stage test can tell a call that reached the tool from one a handler stopped.
+ */
+export function echoTool(ran: (word: string) => void = () => {}): ReturnType<typeof defineTool> {
+  return defineTool({
+    name: 'echo',
+    description: 'Echo a word.',
+    parameters: { word: { type: 'string', required: true } },
+    output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
+    async execute(args) {
+      ran(args.word)
+      return `echo:${args.word}`
+    },
+  })
 }
 
 /** Options for `boot` beyond the plugin config. */

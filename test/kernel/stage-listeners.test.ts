@@ -5,10 +5,9 @@
  * for the next turn, and disposing it removes them. A mutation check listens regardless.
  */
 import type { Context } from '@deepseek-ai/cordis'
-import { defineTool } from '@deepseek-ai/dsh-tools'
 import t, { type Test } from 'tap'
 import * as plugin from '../../lib/index.ts'
-import { boot, reply, tempStorePath, toolCall } from '../helpers/harness.ts'
+import { boot, echoTool, reply, tempStorePath, toolCall } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 
 const HOOKS = ['llm/stream', 'tools/pre-execute', 'tools/execute', 'tools/post-execute'] as const
@@ -22,13 +21,7 @@ function listeners(ctx: Context): Record<string, number> {
 async function scenario(t: Test, module: typeof plugin = plugin): Promise<{ idle: Record<string, number>, withHandler: Record<string, number>, after: Record<string, number>, seen: string[] }> {
   const h = await boot({ path: tempStorePath('listeners') }, [toolCall('c1', 'echo', { word: 'a' }), reply('done')], { module })
   t.teardown(() => h.dispose())
-  h.ctx.tools.register(defineTool({
-    name: 'echo',
-    description: 'Echo a word.',
-    parameters: { word: { type: 'string', required: true } },
-    output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-    async execute(args) { return `echo:${args.word}` },
-  }))
+  h.ctx.tools.register(echoTool())
   const idle = listeners(h.ctx)
   const seen: string[] = []
   const dispose = h.ctx.stablemem.stages.on('after_toolcall', ({ name }) => { seen.push(name) })
@@ -62,16 +55,7 @@ async function authoring(t: Test, author: boolean, module: typeof plugin = plugi
   const h = await boot({ path: tempStorePath('listeners-author') }, [toolCall('c1', 'echo', { word: 'a' }), reply('done')], { module })
   t.teardown(() => h.dispose())
   let bodyRan = false
-  h.ctx.tools.register(defineTool({
-    name: 'echo',
-    description: 'Echo a word.',
-    parameters: { word: { type: 'string', required: true } },
-    output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-    async execute(args) {
-      bodyRan = true
-      return `echo:${args.word}`
-    },
-  }))
+  h.ctx.tools.register(echoTool(() => { bodyRan = true }))
   // Registered before any stablemem execute listener, so it runs first and sees how many there are.
   let during: number | undefined
   h.ctx.on('tools/execute', (_exec, next) => {

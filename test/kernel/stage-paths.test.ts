@@ -9,12 +9,11 @@
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { StreamChunk } from '@deepseek-ai/dsh-llm'
 import { SessionId } from '@deepseek-ai/dsh-session'
-import { defineTool } from '@deepseek-ai/dsh-tools'
 import t, { type Test } from 'tap'
 import * as plugin from '../../lib/index.ts'
 import type { StageHost as Host } from '../../lib/kernel/stages/host.ts'
 import { StageHost } from '../../lib/kernel/stages/host.ts'
-import { boot, reply, tempStorePath, textOf, toolCall, userMessage, type Harness } from '../helpers/harness.ts'
+import { boot, echoTool, reply, tempStorePath, textOf, toolCall, userMessage, type Harness } from '../helpers/harness.ts'
 import { mutant, type Edit } from '../helpers/mutant.ts'
 
 const agentA = { id: 'a', session: { header: {} } } as unknown as Agent
@@ -134,16 +133,7 @@ async function setup(t: Test, script: StreamChunk[][], config: Partial<plugin.Co
   const h = await boot({ path: tempStorePath('paths'), ...config }, script, module ? { module } : {})
   t.teardown(() => h.dispose())
   const runs: string[] = []
-  h.ctx.tools.register(defineTool({
-    name: 'echo',
-    description: 'Echo a word.',
-    parameters: { word: { type: 'string', required: true } },
-    output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-    async execute(args) {
-      runs.push(args.word)
-      return `echo:${args.word}`
-    },
-  }))
+  h.ctx.tools.register(echoTool((word) => { runs.push(word) }))
   return { h, runs }
 }
 

@@ -7,11 +7,10 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { StreamChunk } from '@deepseek-ai/dsh-llm'
 import { SessionId } from '@deepseek-ai/dsh-session'
-import { defineTool } from '@deepseek-ai/dsh-tools'
 import t, { type Test } from 'tap'
 import * as plugin from '../../lib/index.ts'
 import type { Stages } from '../../lib/index.ts'
-import { boot, reply, requestTexts, tempStorePath, textOf, toolCall, userMessage, type Harness } from '../helpers/harness.ts'
+import { boot, echoTool, reply, requestTexts, tempStorePath, textOf, toolCall, userMessage, type Harness } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 
 /** Boots the loop with the plugin (or a mutant of it) and an `echo` tool that counts its runs. */
@@ -25,16 +24,7 @@ async function setup(t: Test, script: StreamChunk[][], options: { config?: Parti
   const h = await boot({ path: tempStorePath(), ...options.config }, script, module ? { module } : {})
   t.teardown(() => h.dispose())
   const runs: string[] = []
-  h.ctx.tools.register(defineTool({
-    name: 'echo',
-    description: 'Echo a word.',
-    parameters: { word: { type: 'string', required: true } },
-    output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] },
-    async execute(args) {
-      runs.push(args.word)
-      return `echo:${args.word}`
-    },
-  }))
+  h.ctx.tools.register(echoTool((word) => { runs.push(word) }))
   return { h, stages: h.ctx.stablemem.stages, runs }
 }
 

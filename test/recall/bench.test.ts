@@ -68,11 +68,20 @@ t.test('each floor tokenises as the eval README says', async (t) => {
 
 t.test('the CLI prints the JSON result as its last line', async (t) => {
   const dir = tinySet(CORPUS, QUERIES)
-  const out = execFileSync(process.execPath, [BENCH, '--data', dir, '--json', '--k', '1,5'], { encoding: 'utf8' })
-  const last = JSON.parse(out.trim().split('\n').at(-1)!)
+  // Without npm's own json setting, whatever runs this test (see the npm case below).
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => key !== 'npm_config_json'))
+  const run = spawnSync(process.execPath, [BENCH, '--data', dir, '--json', '--k', '1,5'], { encoding: 'utf8', env })
+  const lines = run.stdout.trim().split('\n')
+  t.equal(lines.length, 1, 'with --json stdout holds the JSON line alone')
+  t.match(run.stderr, /R@5/, 'and the tables go to stderr')
+  const last = JSON.parse(lines.at(-1)!)
   for (const key of ['dataset', 'mode', 'n', 'recall@5', 'recall@10', 'hit@5', 'mrr@10', 'p50_ms', 'p99_ms', 'by_category']) t.ok(key in last, key)
   t.equal(last.mode, 'scoped', 'default mode is scoped when the corpus has several scopes')
-  const md = execFileSync(process.execPath, [BENCH, '--data', dir, '--markdown'], { encoding: 'utf8' }).trim().split('\n')
+  // `npm run bench:recall --json -- --data …`: npm keeps a --json before `--` as its own setting
+  // and passes only npm_config_json=true on; the bench still gives the JSON line.
+  const viaNpm = execFileSync(process.execPath, [BENCH, '--data', dir, '--k', '1,5'], { encoding: 'utf8', env: { ...env, npm_config_json: 'true' }, stdio: ['ignore', 'pipe', 'ignore'] })
+  t.same(Object.keys(JSON.parse(viaNpm.trim())), Object.keys(last), 'a --json npm kept for itself gives the same JSON line')
+  const md = execFileSync(process.execPath, [BENCH, '--data', dir, '--markdown'], { encoding: 'utf8', env }).trim().split('\n')
   t.same(md.slice(0, 3), ['| category | n | system | R@5 | R@10 | hit@5 | MRR@10 |', '|---|---|---|---|---|---|---|', '| (all) | 3 | **ours** | **0.833** | **0.833** | **1.000** | **1.000** |'], '--markdown prints the docs table')
   t.equal(md.length, 2 + 3 * 5, 'a row for ours and each floor, overall and per category')
 })
