@@ -21,6 +21,8 @@ import pg from 'pg'
 import { recallPoolConfig, RECALL_IDLE_MS, teamPoolConfig } from '../../lib/team/connection.ts'
 import { TeamRecallThread } from '../../lib/team/recall-thread.ts'
 import { TeamLayer } from '../../lib/team/layer.ts'
+import { mergeTeamHits } from '../../lib/team/merge.ts'
+import { recallBlocks } from '../../lib/recall/recall.ts'
 import { SUPERSEDED_SET, teamRecall, type LocalIds } from '../../lib/team/search.ts'
 import { shareNotes } from '../../lib/team/write.ts'
 import { blockId } from '../../lib/store/block-id.ts'
@@ -105,7 +107,7 @@ t.test('the thread returns what the recall returns on this thread', async (t) =>
 t.test('a local recall done after the candidates: its notes are still checked for supersedes. Mutation: without the wait they are not', async (t) => {
   const found = await teamRecall(crowded, 'crowded', 'where does the nightly backup run', 5, lateLocal([crowdedId]))
   t.same([...found.supersededLocal], [crowdedId], 'the local note the team note replaces is dropped by the merge')
-  const m = mutant({ file: 'team/search.ts', from: 'const after = ids !== undefined ? [] : await untilLate(local.done, deadline)', to: 'const after: readonly string[] = []' })
+  const m = mutant({ file: 'team/search.ts', from: 'const after = await untilLate(local.done, deadline)', to: 'const after: readonly string[] = []' })
   t.teardown(() => m.remove())
   const mutated = await m.load<typeof import('../../lib/team/search.ts')>('team/search.ts')
   const own = await connect(crowdedRole) // its own connection: the mutated module prepares statements under the same names
@@ -127,11 +129,27 @@ t.test('a namespace with few superseding notes: their targets come with the coun
     .teamRecall(await connect(crowdedRole), 'crowded', 'where does the nightly backup run', 5, lateLocal([crowdedId]))
   t.notOk(cut.supersededLocal.has(crowdedId), 'a list cut at the bound misses the local note')
 
-  const unused = mutant({ file: 'team/search.ts', from: 'const ids = supersededAll !== null ? [] : local.now()', to: 'const ids = local.now()' })
+  const unused = mutant({ file: 'team/search.ts', from: 'let superseded = supersededAll ?? supersededSeen', to: 'let superseded = supersededSeen' })
   t.teardown(() => unused.remove())
   const waited = await (await unused.load<typeof import('../../lib/team/search.ts')>('team/search.ts'))
     .teamRecall(await connect(), 'thread', 'where does the nightly backup run', 5, never, performance.now() + 1_000).then(() => 'answered', (e: Error) => e.constructor.name)
   t.equal(waited, 'TeamRecallLate', 'the recall waited for local ids that never came')
+})
+
+t.test('past the bound, a recall with no team hits still reports the local note a team note supersedes. Mutation: skipping the ask when there are no hits leaks it', async (t) => {
+  // The superseding team note holds neither the old address nor "runs": the team recall finds nothing, the local one finds the old note.
+  const query = 'what runs on 10.4.4.4'
+  const local = recallBlocks(store, query, { topK: 5 })
+  t.ok(local.some((h) => h.id === crowdedId), 'the local recall finds the superseded note')
+  const found = await teamRecall(crowded, 'crowded', query, 5, lateLocal(local.map((h) => h.id)))
+  t.same(found.hits, [], 'no team note matches')
+  t.ok(found.supersededLocal.has(crowdedId), 'the superseded local id is reported')
+  t.notOk(mergeTeamHits(local, found, 5).some((h) => h.id === crowdedId), 'the merge drops it')
+  const m = mutant({ file: 'team/search.ts', from: 'if (superseded === undefined) {', to: 'if (superseded === undefined && hits.length > 0) {' })
+  t.teardown(() => m.remove())
+  const mutated = await m.load<typeof import('../../lib/team/search.ts')>('team/search.ts')
+  const leaked = await mutated.teamRecall(await connect(crowdedRole), 'crowded', query, 5, lateLocal(local.map((h) => h.id)))
+  t.ok(mergeTeamHits(local, leaked, 5).some((h) => h.id === crowdedId), 'the superseded local note would be recalled')
 })
 
 t.test('the recall pool keeps idle connections past the layer\'s 30 s, with keep-alive. Mutation: with the layer\'s settings it does not', async (t) => {
