@@ -256,7 +256,7 @@ try {
     mergedOutOfBudget: layer.stats().degraded.timeout - degradedBefore.timeout,
     // Merged recalls that got no team answer, by reason (a run of timeouts opens the circuit: those turns do not wait at all).
     mergedDegraded: Object.fromEntries(Object.entries(layer.stats().degraded).map(([k, n]) => [k, n - degradedBefore[k as keyof typeof degradedBefore]])),
-    mergedTotal: all.merged.length, budgetMs: BUDGET_MS }
+    mergedTotal: all.merged.length, budgetMs: BUDGET_MS, mergedFallbacks: layer.stats().fallbacks }
   await layer.close()
   await vacuum.end()
 

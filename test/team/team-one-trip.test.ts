@@ -9,12 +9,13 @@
  * symbols than the OR list holds. Mutation checks: each part of the rule changed on the server
  * (the bound, the cap, the tie-break, the listing cap, the newest mode) → the client sees
  * another choice, counts a fallback and asks again, and the answer stays exact; with the check
- * removed, a different choice gives wrong hits.
+ * removed, a different choice gives wrong hits. The layer counts fallbacks in `stats()`.
  */
 import t, { type Test } from 'tap'
 import pg from 'pg'
 import { MAX_MATCH_TERMS } from '../../lib/recall/fts-query.ts'
 import { MAX_SEARCH_TERMS, SEARCH_POSTINGS } from '../../lib/recall/recall.ts'
+import { TeamLayer } from '../../lib/team/layer.ts'
 import { teamRecall, type TeamResult } from '../../lib/team/search.ts'
 import { shareNotes } from '../../lib/team/write.ts'
 import { mutant } from '../helpers/mutant.ts'
@@ -124,4 +125,22 @@ t.test('each part of the rule changed on the server: counted fallbacks, the answ
   const mutated = (await unchecked.load<typeof import('../../lib/team/search.ts')>('team/search.ts')).teamRecall
   const { different } = await compare(t, mutated, await connect(), 'unchecked')
   t.ok(different > 0, `without the check, another choice gives other hits (${different} queries)`)
+})
+
+t.test('the layer counts fallbacks in stats(). Mutation: with the tie-break changed on the server, it counts them', async (t) => {
+  const m = mutant({ file: 'team/search.ts', from: 'ORDER BY h.df, h.r ROWS', to: 'ORDER BY h.df, h.r DESC ROWS' })
+  t.teardown(() => m.remove())
+  const counted = async (Layer: typeof TeamLayer) => {
+    const layer = new Layer({ ...(role.config('bob') as Record<string, unknown>), budgetMs: 10_000, connectTimeoutMs: 3000, poolSize: 2 } as never,
+      { secrets: 'redact', maxBlockChars: 32_768, logger: { info() {}, warn() {}, error() {} } })
+    t.teardown(() => layer.close())
+    await layer.start()
+    for (const query of QUERIES) t.ok('result' in await layer.recall(query, 5), `answered: ${JSON.stringify(query.slice(0, 30))}`)
+    return layer.stats()
+  }
+  const real = await counted(TeamLayer)
+  t.equal(real.fallbacks, 0, 'no fallback')
+  t.equal(real.recalls, QUERIES.length)
+  const mutated = await counted((await m.load<typeof import('../../lib/team/layer.ts')>('team/layer.ts')).TeamLayer)
+  t.ok(mutated.fallbacks > 0, `another choice on the server is counted (${mutated.fallbacks})`)
 })
