@@ -220,29 +220,12 @@ try {
   }
   result.newConnection = Object.fromEntries(Object.entries(cold).map(([k, v]) => [k, { p50: q(v, 0.5), max: q(v, 1) }]))
   log(`new connection: ${JSON.stringify(result.newConnection)}`)
-  // The one-round-trip recall against the two-statement one on every query above: the same hits, scores and labels.
-  const paths = { queries: 0, identical: 0, fallbacks: 0, twoStatementsOnly: 0, different: [] as string[] }
-  for (const kind of QUERY_KINDS) {
-    for (let i = 0; i < Q; i++) {
-      const query = gen.query(kind, Math.floor((i + 0.5) * N / Q))
-      const one = await teamRecall(client, 'bench', query, TOP_K)
-      const two = await teamRecall(client, 'bench', query, TOP_K, undefined, undefined, { twoStatements: true })
-      paths.queries++
-      if (one.fallback) paths.fallbacks++
-      if (one.statements > 1 && !one.fallback) paths.twoStatementsOnly++
-      if (JSON.stringify(one.hits) === JSON.stringify(two.hits) && [...one.supersededLocal].join() === [...two.supersededLocal].join()) paths.identical++
-      else if (paths.different.length < 5) paths.different.push(query)
-    }
-  }
-  result.paths = paths
-  log(`one round trip vs two: ${JSON.stringify(paths)}`)
   if (args.explain) {
     for (const kind of QUERY_KINDS) {
       const sent: pg.QueryConfig[] = []
       const recorder = { query: (config: pg.QueryConfig) => { sent.push(config); return client.query(config) } }
       const query = gen.query(kind, Math.floor(0.5 * N / Q))
       await teamRecall(recorder as unknown as pg.ClientBase, 'bench', query, TOP_K)
-      await teamRecall(recorder as unknown as pg.ClientBase, 'bench', query, TOP_K, undefined, undefined, { twoStatements: true })
       for (const [i, statement] of sent.entries()) {
         await client.query(`SET plan_cache_mode = force_generic_plan; PREPARE explained AS ${statement.text}`)
         const values = statement.values ?? []
@@ -256,7 +239,7 @@ try {
     mergedOutOfBudget: layer.stats().degraded.timeout - degradedBefore.timeout,
     // Merged recalls that got no team answer, by reason (a run of timeouts opens the circuit: those turns do not wait at all).
     mergedDegraded: Object.fromEntries(Object.entries(layer.stats().degraded).map(([k, n]) => [k, n - degradedBefore[k as keyof typeof degradedBefore]])),
-    mergedTotal: all.merged.length, budgetMs: BUDGET_MS, mergedFallbacks: layer.stats().fallbacks }
+    mergedTotal: all.merged.length, budgetMs: BUDGET_MS }
   await layer.close()
   await vacuum.end()
 

@@ -33,11 +33,6 @@ export interface TeamStats {
   error?: string
   /** Recalls that asked the team layer and merged its answer. */
   recalls: number
-  /**
-   * Recalls whose one-statement choice of search terms on the server differed from the client's
-   * over the same frequencies, and were asked again in two statements (`search.ts`); 0 expected.
-   */
-  fallbacks: number
   /** Recalls that went on with local notes only, by reason. */
   degraded: Record<TeamDegradedReason, number>
   /** Notes this process shared. */
@@ -85,7 +80,6 @@ export class TeamLayer {
   private error: string | undefined
   private checking: Promise<void> | undefined
   private recallCount = 0
-  private fallbackCount = 0
   private sharedCount = 0
   private lastReason: TeamDegradedReason | undefined
   private readonly degraded = Object.fromEntries(TEAM_DEGRADED_REASONS.map((r) => [r, 0])) as Record<TeamDegradedReason, number>
@@ -209,7 +203,6 @@ export class TeamLayer {
     if (outcome instanceof TeamRecallLate) return this.degrade('timeout')
     if (outcome instanceof Error) return this.degrade(outcome instanceof TeamError && outcome.kind !== 'unreachable' ? 'error' : this.classify(outcome).kind === 'unreachable' ? 'unreachable' : 'error')
     this.recallCount++
-    if (outcome.fallback) this.fallbackCount++
     this.lastReason = undefined
     return { result: outcome }
   }
@@ -268,7 +261,7 @@ export class TeamLayer {
   stats(): TeamStats {
     return {
       namespace: this.config.namespace, member: this.member, state: this.state, ...(this.error === undefined ? {} : { error: this.error }),
-      recalls: this.recallCount, fallbacks: this.fallbackCount, degraded: { ...this.degraded }, shared: this.sharedCount, circuit: this.breaker.state,
+      recalls: this.recallCount, degraded: { ...this.degraded }, shared: this.sharedCount, circuit: this.breaker.state,
     }
   }
 

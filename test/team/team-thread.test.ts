@@ -4,12 +4,14 @@
  * held symbols); a local recall that finishes only after the team's candidates were asked for
  * still has its notes checked for team notes superseding them (in a namespace with more
  * superseding notes than `SUPERSEDED_SET`); with fewer, the superseded ids come with the counts
- * and a recall needs no local ids at all; a local recall that never finishes does not hold the
+ * and a recall needs no local ids at all; past the bound, a recall the team has no hit for still
+ * reports the local note a team note supersedes; a local recall that never finishes does not hold the
  * thread's connection past the budget; a thread that dies fails its pending recall and the next
  * recall starts another; the recall pool keeps idle connections past the layer's 30 s. Mutation
  * checks: without the wait for the local ids, a superseded local note stays; without the bound
  * on the superseded set, a crowded namespace's list misses the local note; without using the
- * set, a recall waits for local ids that never come; without the deadline on that wait, the next
+ * set, a recall waits for local ids that never come; skipping the ask when the team has no hit,
+ * the superseded local note is recalled; without the deadline on that wait, the next
  * recall finds no free connection; with the dead thread kept, the next recall is never answered;
  * with the layer's idle timeout, the recall pool closes connections after 30 s.
  */
@@ -107,7 +109,7 @@ t.test('the thread returns what the recall returns on this thread', async (t) =>
 t.test('a local recall done after the candidates: its notes are still checked for supersedes. Mutation: without the wait they are not', async (t) => {
   const found = await teamRecall(crowded, 'crowded', 'where does the nightly backup run', 5, lateLocal([crowdedId]))
   t.same([...found.supersededLocal], [crowdedId], 'the local note the team note replaces is dropped by the merge')
-  const m = mutant({ file: 'team/search.ts', from: 'const after = await untilLate(local.done, deadline)', to: 'const after: readonly string[] = []' })
+  const m = mutant({ file: 'team/search.ts', from: 'const after = ids !== undefined ? [] : await untilLate(local.done, deadline)', to: 'const after: readonly string[] = []' })
   t.teardown(() => m.remove())
   const mutated = await m.load<typeof import('../../lib/team/search.ts')>('team/search.ts')
   const own = await connect(crowdedRole) // its own connection: the mutated module prepares statements under the same names
@@ -129,7 +131,7 @@ t.test('a namespace with few superseding notes: their targets come with the coun
     .teamRecall(await connect(crowdedRole), 'crowded', 'where does the nightly backup run', 5, lateLocal([crowdedId]))
   t.notOk(cut.supersededLocal.has(crowdedId), 'a list cut at the bound misses the local note')
 
-  const unused = mutant({ file: 'team/search.ts', from: 'let superseded = supersededAll ?? supersededSeen', to: 'let superseded = supersededSeen' })
+  const unused = mutant({ file: 'team/search.ts', from: 'const ids = supersededAll !== null ? [] : local.now()', to: 'const ids = local.now()' })
   t.teardown(() => unused.remove())
   const waited = await (await unused.load<typeof import('../../lib/team/search.ts')>('team/search.ts'))
     .teamRecall(await connect(), 'thread', 'where does the nightly backup run', 5, never, performance.now() + 1_000).then(() => 'answered', (e: Error) => e.constructor.name)
@@ -145,7 +147,7 @@ t.test('past the bound, a recall with no team hits still reports the local note 
   t.same(found.hits, [], 'no team note matches')
   t.ok(found.supersededLocal.has(crowdedId), 'the superseded local id is reported')
   t.notOk(mergeTeamHits(local, found, 5).some((h) => h.id === crowdedId), 'the merge drops it')
-  const m = mutant({ file: 'team/search.ts', from: 'if (superseded === undefined) {', to: 'if (superseded === undefined && hits.length > 0) {' })
+  const m = mutant({ file: 'team/search.ts', from: 'const after = ids !== undefined ? [] : await untilLate(local.done, deadline)', to: 'const after = ids !== undefined || hits.length === 0 ? [] : await untilLate(local.done, deadline)' })
   t.teardown(() => m.remove())
   const mutated = await m.load<typeof import('../../lib/team/search.ts')>('team/search.ts')
   const leaked = await mutated.teamRecall(await connect(crowdedRole), 'crowded', query, 5, lateLocal(local.map((h) => h.id)))
