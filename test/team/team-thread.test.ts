@@ -4,12 +4,14 @@
  * held symbols); a local recall that finishes only after the team's candidates were asked for
  * still has its notes checked for team notes superseding them (in a namespace with more
  * superseding notes than `SUPERSEDED_SET`); with fewer, the superseded ids come with the counts
- * and a recall needs no local ids at all; a local recall that never finishes does not hold the
+ * and a recall needs no local ids at all; past the bound, a recall the team has no hit for still
+ * reports the local note a team note supersedes; a local recall that never finishes does not hold the
  * thread's connection past the budget; a thread that dies fails its pending recall and the next
  * recall starts another; the recall pool keeps idle connections past the layer's 30 s. Mutation
  * checks: without the wait for the local ids, a superseded local note stays; without the bound
  * on the superseded set, a crowded namespace's list misses the local note; without using the
- * set, a recall waits for local ids that never come; without the deadline on that wait, the next
+ * set, a recall waits for local ids that never come; skipping the ask when the team has no hit,
+ * the superseded local note is recalled; without the deadline on that wait, the next
  * recall finds no free connection; with the dead thread kept, the next recall is never answered;
  * with the layer's idle timeout, the recall pool closes connections after 30 s.
  */
@@ -21,6 +23,8 @@ import pg from 'pg'
 import { recallPoolConfig, RECALL_IDLE_MS, teamPoolConfig } from '../../lib/team/connection.ts'
 import { TeamRecallThread } from '../../lib/team/recall-thread.ts'
 import { TeamLayer } from '../../lib/team/layer.ts'
+import { mergeTeamHits } from '../../lib/team/merge.ts'
+import { recallBlocks } from '../../lib/recall/recall.ts'
 import { SUPERSEDED_SET, teamRecall, type LocalIds } from '../../lib/team/search.ts'
 import { shareNotes } from '../../lib/team/write.ts'
 import { blockId } from '../../lib/store/block-id.ts'
@@ -132,6 +136,22 @@ t.test('a namespace with few superseding notes: their targets come with the coun
   const waited = await (await unused.load<typeof import('../../lib/team/search.ts')>('team/search.ts'))
     .teamRecall(await connect(), 'thread', 'where does the nightly backup run', 5, never, performance.now() + 1_000).then(() => 'answered', (e: Error) => e.constructor.name)
   t.equal(waited, 'TeamRecallLate', 'the recall waited for local ids that never came')
+})
+
+t.test('past the bound, a recall with no team hits still reports the local note a team note supersedes. Mutation: skipping the ask when there are no hits leaks it', async (t) => {
+  // The superseding team note holds neither the old address nor "runs": the team recall finds nothing, the local one finds the old note.
+  const query = 'what runs on 10.4.4.4'
+  const local = recallBlocks(store, query, { topK: 5 })
+  t.ok(local.some((h) => h.id === crowdedId), 'the local recall finds the superseded note')
+  const found = await teamRecall(crowded, 'crowded', query, 5, lateLocal(local.map((h) => h.id)))
+  t.same(found.hits, [], 'no team note matches')
+  t.ok(found.supersededLocal.has(crowdedId), 'the superseded local id is reported')
+  t.notOk(mergeTeamHits(local, found, 5).some((h) => h.id === crowdedId), 'the merge drops it')
+  const m = mutant({ file: 'team/search.ts', from: 'const after = ids !== undefined ? [] : await untilLate(local.done, deadline)', to: 'const after = ids !== undefined || hits.length === 0 ? [] : await untilLate(local.done, deadline)' })
+  t.teardown(() => m.remove())
+  const mutated = await m.load<typeof import('../../lib/team/search.ts')>('team/search.ts')
+  const leaked = await mutated.teamRecall(await connect(crowdedRole), 'crowded', query, 5, lateLocal(local.map((h) => h.id)))
+  t.ok(mergeTeamHits(local, leaked, 5).some((h) => h.id === crowdedId), 'the superseded local note would be recalled')
 })
 
 t.test('the recall pool keeps idle connections past the layer\'s 30 s, with keep-alive. Mutation: with the layer\'s settings it does not', async (t) => {
