@@ -117,7 +117,7 @@ type StatsRow = [ph: number | null, n1: string | null, n2: string | null, df: st
 
 /**
  * The candidates: $2/$3 the OR search's term keys and their IDFs (summed over repeats), $4
- * whether its lone term is past the postings bound (then its newest holders instead), $5 the
+ * whether its lone term is past the postings bound (then the newest holders of that term, $9, instead), $5 the
  * exact symbols' keys, bm25's length normalisation as $6 + $7 × length (the constant factor
  * k1 + 1 left out: it does not change the order). The rows are the candidates' notes, and one
  * row with `seq` null holding which of the local ids $8 a current team note supersedes. Every
@@ -129,7 +129,7 @@ const CANDIDATES_SQL = {
   text: `WITH q AS (SELECT * FROM unnest($2::text[], $3::float8[]) AS q(term, idf)),
     ranked AS (SELECT p.seq FROM q JOIN stablemem.postings p ON p.namespace = $1 AND p.term = q.term WHERE NOT $4
       GROUP BY p.seq ORDER BY sum(q.idf * p.tf / (p.tf + $6::float8 + $7::float8 * p.doc_len)) DESC, p.seq DESC LIMIT ${RANKED_ROWS}),
-    newest AS (SELECT s.seq FROM (SELECT p.seq, p.tf, p.doc_len FROM stablemem.postings p WHERE $4 AND p.namespace = $1 AND p.term = ($2::text[])[1] ORDER BY p.seq DESC LIMIT ${CANDIDATES}) s
+    newest AS (SELECT s.seq FROM (SELECT p.seq, p.tf, p.doc_len FROM stablemem.postings p WHERE $4 AND p.namespace = $1 AND p.term = $9::text ORDER BY p.seq DESC LIMIT ${CANDIDATES}) s
       ORDER BY s.tf / (s.tf + $6::float8 + $7::float8 * s.doc_len) DESC, s.seq DESC LIMIT ${RANKED_ROWS}),
     exact AS (SELECT x.seq FROM unnest($5::text[]) AS e(term) CROSS JOIN LATERAL (SELECT p.seq FROM stablemem.postings p
       WHERE p.namespace = $1 AND p.term = e.term ORDER BY p.tf / (p.tf + $6::float8 + $7::float8 * p.doc_len) DESC, p.seq DESC LIMIT ${EXACT_ROWS}) x)
@@ -217,6 +217,8 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
   let postings = 0
   for (const n of snapshot.cjkDocumentFrequencies(kept.cjkBigrams).values()) postings += n
   for (const word of kept.words) postings += snapshot.matchCount(matchPhrase(word))
+  // Past the bound the search keeps one term beside the exact symbols, which the OR list names first.
+  const lone = postings > SEARCH_POSTINGS ? parseMatch(matchAny({ ...kept, exact: [] })).find((p) => p.tokens.length === 1) : undefined
   const exactKeys = new Set<string>()
   for (const symbol of analysis.exact) {
     for (const variant of symbolVariants(symbol)) {
@@ -228,7 +230,8 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
   const ids = supersededAll !== null ? [] : local.now()
   const avgLength = notes > 0 ? tokenTotal / notes : 0
   const found = await client.query<DbRow>({ ...CANDIDATES_SQL, rowMode: 'array', values: [namespace, [...weights.keys()], [...weights.values()],
-    postings > SEARCH_POSTINGS, [...exactKeys], K1 * (1 - B), avgLength > 0 ? K1 * B / avgLength : 0, [...ids ?? []]] })
+    postings > SEARCH_POSTINGS, [...exactKeys], K1 * (1 - B), avgLength > 0 ? K1 * B / avgLength : 0, [...ids ?? []],
+    lone === undefined ? null : termKey(lone.column, lone.tokens[0]!)] })
   late()
   const answer = found.rows.find((r) => r[0] === null)
   snapshot.addRows(found.rows.filter((r) => r[0] !== null).map(fromDb))
