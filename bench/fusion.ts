@@ -12,7 +12,7 @@
 import type { Embedder } from '../lib/embed/types.ts'
 import { runRecallBench } from './recall.ts'
 import { EvalSetError, readEvalSet } from './recall/eval-set.ts'
-import { benchEmbedder, hybridRecallFn, type HybridBenchOptions } from './recall/hybrid.ts'
+import { BenchEmbedderError, benchEmbedder, hybridRecallFn, type HybridBenchOptions } from './recall/hybrid.ts'
 
 const VARIANTS: Array<{ name: string, fusion?: HybridBenchOptions['fusion'], vectorWeight?: number, ungated?: boolean }> = [
   { name: 'lexical' },
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
 
 if (import.meta.main) {
   main().catch((error) => {
-    if (!(error instanceof EvalSetError)) throw error
+    if (!(error instanceof EvalSetError) && !(error instanceof BenchEmbedderError)) throw error
     process.stderr.write(`bench:fusion: ${error.message}\n`)
     process.exitCode = 1
   })

@@ -7,7 +7,9 @@
  * prints per-category tables beside same-run FTS5 BM25 floors (see `recall/floors.ts`), as the
  * Markdown table of docs/benchmarks.md with `--markdown`. With `--json` stdout is one line, the
  * JSON object, and the tables go to stderr. A hybrid recall can be plugged in through
- * `runRecallBench(…, { recall })` without touching the measuring code.
+ * `runRecallBench(…, { recall })` without touching the measuring code. `--embed-url <url>`
+ * measures the hybrid recall with that embedder; one that cannot embed the corpus (down, not a
+ * URL) ends the run before it measures anything, with one line naming it and exit code 1.
  */
 import { performance } from 'node:perf_hooks'
 import { isAbstention } from '../lib/recall/abstain.ts'
@@ -19,7 +21,7 @@ import { buildStore, partition } from './recall/build-store.ts'
 import { EvalSetError, readEvalSet, type EvalSet } from './recall/eval-set.ts'
 import { FLOORS, FloorIndex, type FloorName } from './recall/floors.ts'
 import { byCategory, metrics, quantile, round, type Metrics, type Outcome } from './recall/metrics.ts'
-import { benchEmbedder, hybridRecallFn } from './recall/hybrid.ts'
+import { BenchEmbedderError, benchEmbedder, hybridRecallFn } from './recall/hybrid.ts'
 import { precisionTable, runPrecisionBench } from './recall/precision.ts'
 import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE } from '../lib/recall/gate.ts'
 import type { FusionMethod } from '../lib/recall/hybrid.ts'
@@ -260,7 +262,7 @@ async function main(): Promise<void> {
     text(args.markdown ? markdown : tables)
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`)
   } catch (error) {
-    if (!(error instanceof EvalSetError)) throw error
+    if (!(error instanceof EvalSetError) && !(error instanceof BenchEmbedderError)) throw error
     process.stderr.write(`bench:recall: ${error.message}\n`)
     process.exitCode = 1
   }

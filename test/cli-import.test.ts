@@ -27,7 +27,7 @@ t.test('import refuses bad lines with their number: dates beyond JavaScript, hea
   const dir = tempDir('stablemem-import')
   const { lines } = exportLines(['gateway 10.0.0.1', 'gateway 10.0.0.2'])
   const cases: Array<[string, Buffer | string, RegExp]> = [
-    ['future', [lines[0], lines[1], lines[2]!.replace(/"createdAt":\d+/, '"createdAt":8640000000000001')].join('\n'), /^stablemem import: line 3: createdAt 8640000000000001 is beyond the last date JavaScript can represent \(8640000000000000\); the 2 lines before it were imported/],
+    ['future', [lines[0], lines[1], lines[2]!.replace(/"createdAt":\d+/, '"createdAt":8640000000000001')].join('\n'), /^stablemem import: line 3: block field createdAt 8640000000000001 is beyond the last date JavaScript can represent \(8640000000000000\); the 2 lines before it were imported/],
     ['version0', [lines[0]!.replace(`"version":${EXPORT_VERSION}`, '"version":0'), lines[1]].join('\n'), /^stablemem import: line 1: header version must be a whole number from 1, not 0;/],
     ['versionText', lines[0]!.replace(`"version":${EXPORT_VERSION}`, '"version":"1"'), /line 1: header version must be a whole number from 1, not "1"/],
     ['versionNext', lines[0]!.replace(`"version":${EXPORT_VERSION}`, `"version":${EXPORT_VERSION + 1}`), new RegExp(`line 1: export version ${EXPORT_VERSION + 1} is newer than this dsh-stablemem reads`)],

@@ -100,7 +100,7 @@ t.test('a malformed line stops the import with its number and keeps the lines be
     ['{"record":"mystery"}', /line 2: unknown record "mystery"/],
     ['[1,2]', /line 2: not a JSON object/],
     [lines[0]!, /line 2: a header is only allowed on the first line/],
-    [lines[1]!.replace('"accessCount":2', '"accessCount":-1'), /line 2: accessCount must be a non-negative integer/],
+    [lines[1]!.replace('"accessCount":2', '"accessCount":-1'), /line 2: block field accessCount must be a non-negative integer, not -1;/],
   ]
   for (const [line, message] of refusals) {
     writeFileSync(badFile, `${lines[0]}\n${line}\n`)

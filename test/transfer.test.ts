@@ -4,6 +4,7 @@ import { blockId } from '../lib/store/block-id.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { exportJsonl, importJsonl } from '../lib/store/transfer.ts'
 import { tempStorePath } from './helpers/harness.ts'
+import { mutant } from './helpers/mutant.ts'
 
 function filled(n: number): BlockStore {
   let clock = 1_700_000_000_000
@@ -110,4 +111,102 @@ t.test('an imported edge is checked and stored in its normalised spelling, like 
   t.same(store.importEdge({ sourceKind: ' block ', sourceId: a, targetKind: 'block', targetId: a, type: ' related', createdAt: 5 }), { created: true })
   t.same(store.importEdge({ sourceKind: 'block', sourceId: a, targetKind: 'block', targetId: a, type: 'related', createdAt: 9 }), { created: false }, 'the same edge, spelled plainly, is a duplicate')
   t.same(store.edgesOf('block', a).map((e) => [e.sourceKind, e.type, e.createdAt]), [['block', 'related', 5]])
+})
+
+/**
+ * An export with every kind of numbered field: a cold block with cooling state, a note, an edge
+ * between them and an origin row. Returns its lines (header first).
+ */
+function numberedExport(): string[] {
+  const store = new BlockStore(tempStorePath('numbers-src'), { now: () => 1_700_000_000_000 })
+  const [captured] = store.layers.capture([{ text: 'billing 服务端口 13010', origin: { sessionId: 's1', seq: 4, eventType: 'user/message', role: 'user', eventTime: 1_699_999_999_000, compactionId: 'c1' } }], () => 'compaction:user').ids
+  const note = store.commit({ text: 'grafana 3000' }).id
+  store.link({ sourceKind: 'block', sourceId: note, targetKind: 'block', targetId: captured!, type: 'related' })
+  const lines = [...exportJsonl(store)].map((line) => {
+    const record = JSON.parse(line) as Record<string, unknown>
+    if (record.id !== captured) return line
+    return JSON.stringify({ ...record, accessCount: 2, lastAccessAt: 1_700_000_000_500, layer: 'cold', coolState: 'undistilled', coolAttempts: 1, coolNextAt: 1_700_086_400_000 })
+  })
+  store.close()
+  return lines
+}
+
+/** Every number an import reads, by record: counts, and times (ms since the epoch that a `Date` can hold). */
+const NUMBERS: Array<[record: 'block' | 'edge' | 'origin', field: string, kind: 'count' | 'time']> = [
+  ['block', 'createdAt', 'time'], ['block', 'updatedAt', 'time'], ['block', 'accessCount', 'count'], ['block', 'lastAccessAt', 'time'],
+  ['block', 'coolAttempts', 'count'], ['block', 'coolNextAt', 'time'],
+  ['edge', 'createdAt', 'time'],
+  ['origin', 'seq', 'count'], ['origin', 'eventTime', 'time'], ['origin', 'capturedAt', 'time'],
+]
+
+/** The line of `lines` holding `record` (for blocks, the cold one, which has every field) with `field` set to `value`. */
+function withField(lines: string[], record: string, field: string, value: unknown): { lines: string[], line: number } {
+  const at = lines.findIndex((l) => JSON.parse(l).record === record && (record !== 'block' || l.includes('"coolNextAt"')))
+  const changed = [...lines]
+  changed[at] = JSON.stringify({ ...JSON.parse(lines[at]!), [field]: value })
+  return { lines: changed, line: at + 1 }
+}
+
+/** What a store holds, to compare a refused import with the lines before the bad one. */
+function contents(store: BlockStore): unknown {
+  return { blocks: [...store.allBlocks()], states: [...store.allBlocks()].map((b) => store.layers.stateOf(b.id)), edges: [...store.allEdges()], origins: [...store.layers.allOrigins()] }
+}
+
+t.test('every number of every record is refused with its line, record and field when it is negative, fractional, not a number or out of range; the line leaves nothing', async (t) => {
+  const lines = numberedExport()
+  const bad = { count: [-1, 1.5, '2', true, 2 ** 53, 1e300], time: [-1, 0.5, '1700000000000', 8_640_000_000_000_001, 2 ** 53] }
+  for (const [record, field, kind] of NUMBERS) {
+    const values = field === 'lastAccessAt' ? bad[kind] : [...bad[kind], null]
+    for (const value of values) {
+      const name = `${record}.${field} = ${JSON.stringify(value)}`
+      const { lines: changed, line } = withField(lines, record, field, value)
+      const dst = new BlockStore(tempStorePath('numbers-dst'))
+      const before = new BlockStore(tempStorePath('numbers-before'))
+      const result = await importJsonl(dst, changed)
+      await importJsonl(before, changed.slice(0, line - 1))
+      t.equal(result.failure?.line, line, `${name}: refused at its line`)
+      const expected = typeof value === 'number' && Number.isSafeInteger(value) && value > 0
+        ? `${record} field ${field} ${value} is beyond the last date JavaScript can represent (8640000000000000)`
+        : `${record} field ${field} must be a non-negative integer, not ${JSON.stringify(value)}`
+      t.equal(result.failure?.message, expected, `${name}: the message names record and field`)
+      t.same(contents(dst), contents(before), `${name}: exactly the lines before it are stored`)
+      dst.close()
+      before.close()
+    }
+  }
+})
+
+t.test('0, the last date and the largest safe count are valid and come back exactly; a future date is kept', async (t) => {
+  const lines = numberedExport()
+  const future = Date.UTC(2999, 0, 1)
+  for (const [record, field, kind] of NUMBERS) {
+    for (const value of kind === 'count' ? [0, Number.MAX_SAFE_INTEGER] : [0, 8_640_000_000_000_000, future]) {
+      const name = `${record}.${field} = ${value}`
+      const { lines: changed } = withField(lines, record, field, value)
+      const dst = new BlockStore(tempStorePath('numbers-valid'))
+      const result = await importJsonl(dst, changed)
+      t.equal(result.failure, undefined, name)
+      const exported = [...exportJsonl(dst)].map((l) => JSON.parse(l) as Record<string, unknown>)
+      t.ok(exported.some((r) => r.record === record && r[field] === value), `${name}: exported again as imported`)
+      dst.close()
+    }
+  }
+})
+
+t.test('mutation: without the time check an origin or cooling time past the last date is stored (the store does not check those)', async (t) => {
+  const m = mutant(
+    { file: 'store/transfer.ts', from: "eventTime: time(record, 'eventTime')", to: "eventTime: count(record, 'eventTime')" },
+    { file: 'store/transfer.ts', from: "capturedAt: time(record, 'capturedAt')", to: "capturedAt: count(record, 'capturedAt')" },
+    { file: 'store/transfer.ts', from: "time(record, 'coolNextAt')", to: "count(record, 'coolNextAt')" },
+  )
+  t.teardown(() => m.remove())
+  const mod = await m.load<typeof import('../lib/store/transfer.ts')>('store/transfer.ts')
+  const { BlockStore: MutantStore } = await m.load<typeof import('../lib/store/store.ts')>('store/store.ts')
+  const lines = numberedExport()
+  for (const [record, field] of [['origin', 'eventTime'], ['origin', 'capturedAt'], ['block', 'coolNextAt']] as const) {
+    const dst = new MutantStore(tempStorePath('numbers-mutant'))
+    const result = await mod.importJsonl(dst as never, withField(lines, record, field, 8_640_000_000_000_001).lines)
+    t.equal(result.failure, undefined, `red: ${record} field ${field} past the last date is imported`)
+    dst.close()
+  }
 })

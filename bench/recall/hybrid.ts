@@ -1,6 +1,6 @@
 import { backfillVectors } from '../../lib/embed/backfill.ts'
 import { HttpEmbedder } from '../../lib/embed/http.ts'
-import type { EmbedOptions, Embedder } from '../../lib/embed/types.ts'
+import { EmbedError, type EmbedOptions, type Embedder } from '../../lib/embed/types.ts'
 import { recallBlocksHybrid, type FusionMethod } from '../../lib/recall/hybrid.ts'
 import type { DegradedReason } from '../../lib/recall/types.ts'
 import type { BlockStore } from '../../lib/store/store.ts'
@@ -47,11 +47,30 @@ export class CachedEmbedder implements Embedder {
   }
 }
 
-/** The embedder of a bench run, with the corpus already embedded. */
+/**
+ * The embedder of a hybrid bench run could not be set up or could not embed the corpus: the run
+ * cannot measure what it was asked to, so the bench ends with this one-line message (naming the
+ * URL and what failed) instead of a stack trace or a lexical-only result.
+ */
+export class BenchEmbedderError extends Error {}
+
+/** The embedder of a bench run, with the corpus already embedded; `BenchEmbedderError` when it cannot be. */
 export async function benchEmbedder(set: EvalSet, options: HybridBenchOptions): Promise<CachedEmbedder> {
-  const http = new HttpEmbedder({ baseUrl: options.url, model: options.model, languages: options.languages, batchSize: 64, timeoutMs: 120_000 })
+  const named = `embedder ${options.url} (model ${JSON.stringify(options.model)})`
+  let http: HttpEmbedder
+  try {
+    http = new HttpEmbedder({ baseUrl: options.url, model: options.model, languages: options.languages, batchSize: 64, timeoutMs: 120_000 })
+  } catch (error) {
+    throw new BenchEmbedderError(`${named} cannot be used: ${(error as Error).message}`, { cause: error })
+  }
   const cached = new CachedEmbedder(http)
-  await cached.embed(set.blocks.map((b) => b.text.normalize('NFC').trim()))
+  const corpus = set.blocks.map((b) => b.text.normalize('NFC').trim())
+  try {
+    await cached.embed(corpus)
+  } catch (error) {
+    if (!(error instanceof EmbedError)) throw error
+    throw new BenchEmbedderError(`${named} could not embed the corpus (${corpus.length} text${corpus.length === 1 ? '' : 's'}): ${error.message}`, { cause: error })
+  }
   cached.freeze()
   return cached
 }

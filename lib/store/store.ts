@@ -11,6 +11,7 @@ import { BrowseTable } from './browse.ts'
 import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates.ts'
 import { isBusy } from './failure.ts'
 import { indexColumns } from './fts-columns.ts'
+import { checkCount, checkTime } from './import-numbers.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
 import { enterWalMode, openFile, probe, refuseForeign, removeIdleWalFiles } from './open-file.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
@@ -742,27 +743,6 @@ export class BlockStore {
 /** Import restores exactly: a credential the policy would mask is refused, naming its kinds. */
 function unmaskedImport(what: string, kinds: readonly string[]): StableMemError {
   return new StableMemError('contains_secret', `${what} contain credentials (${kinds.join(', ')}); the secrets policy does not allow importing them unmasked`)
-}
-
-/** The latest time a JavaScript `Date` can hold (ms since the epoch): 275760-09-13. */
-const MAX_DATE_MS = 8.64e15
-
-/**
- * A time from an import: a non-negative integer a `Date` can hold. A later one would be stored
- * and then break every command that prints dates (`stats`, `get`, the Markdown export).
- */
-function checkTime(value: unknown, field: string): number {
-  const ms = checkCount(value, field)
-  if (ms > MAX_DATE_MS) throw new StableMemError('invalid_input', `${field} ${ms} is beyond the last date JavaScript can represent (${MAX_DATE_MS})`)
-  return ms
-}
-
-/** A counter from an import: a non-negative safe integer. */
-function checkCount(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new StableMemError('invalid_input', `${field} must be a non-negative integer`)
-  }
-  return value
 }
 
 /** A block from a row of `BLOCK_COLUMNS`, read as an array (in that column order). */

@@ -9,6 +9,7 @@ import { StableMemError } from '../errors.ts'
 import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { LINE_BREAK } from '../text/invisible.ts'
 import { escapeForDisplay, jsonForDisplay } from '../text/terminal.ts'
+import { checkCount, checkTime } from './import-numbers.ts'
 import type { Layer, LayerState, Origin } from './layers.ts'
 import type { BlockStore } from './store.ts'
 import { checkTag } from './tags.ts'
@@ -247,14 +248,14 @@ function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
       return {
         kind: 'block',
         block: {
-          id: field(record, 'id', 'string'), text: field(record, 'text', 'string'),
-          source: field(record, 'source', 'string'), scene: field(record, 'scene', 'string'),
-          semanticType: field(record, 'semanticType', 'string'),
-          createdAt: field(record, 'createdAt', 'number'), updatedAt: field(record, 'updatedAt', 'number'),
-          accessCount: field(record, 'accessCount', 'number'),
-          lastAccessAt: record.lastAccessAt === null ? null : field(record, 'lastAccessAt', 'number'),
+          id: field(record, 'id'), text: field(record, 'text'),
+          source: field(record, 'source'), scene: field(record, 'scene'),
+          semanticType: field(record, 'semanticType'),
+          createdAt: time(record, 'createdAt'), updatedAt: time(record, 'updatedAt'),
+          accessCount: count(record, 'accessCount'),
+          lastAccessAt: record.lastAccessAt === null ? null : time(record, 'lastAccessAt'),
           // Absent in exports made before supersede existed: such a block is current.
-          supersededBy: record.supersededBy === undefined || record.supersededBy === null ? null : field(record, 'supersededBy', 'string'),
+          supersededBy: record.supersededBy === undefined || record.supersededBy === null ? null : field(record, 'supersededBy'),
         },
         // Absent in exports made before scopes existed: such a block is imported as global.
         ...(record.scopes === undefined ? {} : { scopes: scopeList(record.scopes) }),
@@ -265,18 +266,18 @@ function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
       return {
         kind: 'origin',
         origin: {
-          blockId: field(record, 'blockId', 'string'), sessionId: field(record, 'sessionId', 'string'),
-          seq: count(record, 'seq'), eventType: field(record, 'eventType', 'string'), role: field(record, 'role', 'string'),
-          eventTime: count(record, 'eventTime'), compactionId: field(record, 'compactionId', 'string'), capturedAt: count(record, 'capturedAt'),
+          blockId: field(record, 'blockId'), sessionId: field(record, 'sessionId'),
+          seq: count(record, 'seq'), eventType: field(record, 'eventType'), role: field(record, 'role'),
+          eventTime: time(record, 'eventTime'), compactionId: field(record, 'compactionId'), capturedAt: time(record, 'capturedAt'),
         },
       }
     case 'edge':
       return {
         kind: 'edge',
         edge: {
-          sourceKind: field(record, 'sourceKind', 'string'), sourceId: field(record, 'sourceId', 'string'),
-          targetKind: field(record, 'targetKind', 'string'), targetId: field(record, 'targetId', 'string'),
-          type: field(record, 'type', 'string'), createdAt: field(record, 'createdAt', 'number'),
+          sourceKind: field(record, 'sourceKind'), sourceId: field(record, 'sourceId'),
+          targetKind: field(record, 'targetKind'), targetId: field(record, 'targetId'),
+          type: field(record, 'type'), createdAt: time(record, 'createdAt'),
         },
       }
     default:
@@ -284,29 +285,36 @@ function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
   }
 }
 
-function field<K extends 'string' | 'number'>(record: Record<string, unknown>, name: string, kind: K): K extends 'string' ? string : number {
+/** A record field that must be a string (ids, text, tags, labels; their content is checked where they are stored). */
+function field(record: Record<string, unknown>, name: string): string {
   const value = record[name]
-  if (typeof value !== kind) throw new StableMemError('invalid_input', `${String(record.record)} field ${name} must be a ${kind}`)
-  return value as K extends 'string' ? string : number
+  if (typeof value !== 'string') throw new StableMemError('invalid_input', `${String(record.record)} field ${name} must be a string`)
+  return value
 }
 
-/** A record field that must be a non-negative safe integer (seqs, times, counts). */
+/**
+ * A record field that is a count (`accessCount`, `coolAttempts`, `seq`), checked here so the
+ * error names the record and field; the rules are the store's (`import-numbers.ts`).
+ */
 function count(record: Record<string, unknown>, name: string): number {
-  const value = field(record, name, 'number')
-  if (!Number.isSafeInteger(value) || value < 0) throw new StableMemError('invalid_input', `${String(record.record)} field ${name} must be a non-negative integer`)
-  return value
+  return checkCount(record[name], `${String(record.record)} field ${name}`)
+}
+
+/** A record field that is a time in ms since the epoch (every `…At` and `eventTime`), as `count`. */
+function time(record: Record<string, unknown>, name: string): number {
+  return checkTime(record[name], `${String(record.record)} field ${name}`)
 }
 
 /** The layer and cooling state of a block record (cooling fields absent: never tried). */
 function layerState(record: Record<string, unknown>): LayerState {
   const layer = record.layer
   if (layer !== 'stable' && layer !== 'cold') throw new StableMemError('invalid_input', `block field layer must be "stable" or "cold", not ${JSON.stringify(layer)}`)
-  const coolState = record.coolState === undefined ? '' : field(record, 'coolState', 'string')
+  const coolState = record.coolState === undefined ? '' : field(record, 'coolState')
   if (!['', 'distilled', 'undistilled'].includes(coolState)) throw new StableMemError('invalid_input', `block field coolState must be "", "distilled" or "undistilled", not ${JSON.stringify(coolState)}`)
   return {
     layer: layer as Layer, coolState,
     coolAttempts: record.coolAttempts === undefined ? 0 : count(record, 'coolAttempts'),
-    coolNextAt: record.coolNextAt === undefined ? 0 : count(record, 'coolNextAt'),
+    coolNextAt: record.coolNextAt === undefined ? 0 : time(record, 'coolNextAt'),
   }
 }
 

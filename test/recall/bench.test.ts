@@ -1,5 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -106,6 +107,32 @@ t.test('an unreadable set gets one clear error line and exit code 1', async (t) 
   const run = spawnSync(process.execPath, [BENCH, '--data', broken], { encoding: 'utf8' })
   t.match(run.stderr, /queries\.jsonl:1: not a JSON object/)
 })
+
+t.test('an embedder that is down, or an --embed-url that is not one, ends the run with one line naming it and exit code 1', async (t) => {
+  const dead = await deadPort()
+  const dir = tinySet(CORPUS, QUERIES)
+  const cases: Array<[string[], RegExp]> = [
+    [['--embed-url', `http://127.0.0.1:${dead}`], new RegExp(`^bench:recall: embedder http://127\\.0\\.0\\.1:${dead} \\(model "default"\\) could not embed the corpus \\(4 texts\\): embedding request failed: connect ECONNREFUSED`)],
+    [['--embed-url', `http://127.0.0.1:${dead}`, '--negatives', 'cross-scope', '--json'], /could not embed the corpus/],
+    [['--embed-url', 'not-a-url'], /^bench:recall: embedder not-a-url \(model "default"\) cannot be used: embed\.baseUrl is not a URL/],
+  ]
+  for (const [args, message] of cases) {
+    const run = spawnSync(process.execPath, [BENCH, '--data', dir, ...args], { encoding: 'utf8' })
+    t.equal(run.status, 1, args.join(' '))
+    t.equal(run.stderr.trim().split('\n').length, 1, 'one line, no stack trace')
+    t.match(run.stderr, message)
+    t.equal(run.stdout, '', 'and no result: without its embedder the run measured nothing it was asked to')
+  }
+})
+
+/** A local port nothing listens on: one the kernel just gave out and got back. */
+async function deadPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
 
 t.test('negatives: cross-scope and cross-set runs count false injections with and without the gate', async (t) => {
   const set = readEvalSet(tinySet(CORPUS, QUERIES))
