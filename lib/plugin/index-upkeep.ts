@@ -1,0 +1,118 @@
+import type { Context } from '@deepseek-ai/cordis'
+import type { StableMem } from '../service.ts'
+import { UPKEEP_DUE_SEGMENTS } from '../store/fts-upkeep.ts'
+
+/** How often the host looks whether the index needs upkeep, in ms (one row read). */
+const POLL_MS = 5_000
+
+/** How long after the last turn of this host ended the store counts as idle, in ms. */
+const QUIET_MS = 2_000
+
+/** Why a run ran no (more) slices. */
+export type UpkeepStop = 'merged' | 'not-due' | 'turn' | 'quiet' | 'busy' | 'unavailable' | 'disposed' | 'running'
+
+/** What one run did: the slices it ran and why it stopped. */
+export interface UpkeepRun {
+  slices: number
+  stop: UpkeepStop
+}
+
+/** The host's idle upkeep: `run` (for tests and the timer) and its counts for `stats()`. */
+export interface IndexUpkeep {
+  /** Runs slices while the index is due and the host idle; resolves when it stops. */
+  run(): Promise<UpkeepRun>
+  readonly stats: { slices: number, merges: number, busy: number, longestSliceMs: number }
+}
+
+/** Timing of the host's upkeep; the defaults above unless a test sets them. */
+export interface UpkeepTiming {
+  pollMs?: number
+  quietMs?: number
+}
+
+/**
+ * Registers the host's idle index upkeep: an unref'd timer that, when no turn of this host is in
+ * flight and the last one ended `QUIET_MS` ago, merges the full-text index slice by slice
+ * (`BlockStore.upkeepSlice`, never waiting for another process's lock) once it has
+ * `UPKEEP_DUE_SEGMENTS` segments, and goes on until it is one segment. Between slices it yields to
+ * the event loop, so a turn that starts meanwhile stops it before the next slice; the merge state
+ * is kept in the index, and the next idle moment continues it. Failures are logged, never thrown.
+ */
+export function registerIndexUpkeep(ctx: Context, service: () => StableMem, timing: UpkeepTiming = {}): IndexUpkeep {
+  const logger = ctx.logger('stablemem')
+  const quietMs = timing.quietMs ?? QUIET_MS
+  const inFlight = new Set<string>()
+  let lastTurnAt = 0
+  let running = false
+  let disposed = false
+  /** A merge this host started and has not finished: it continues below the threshold too. */
+  let merging = false
+  const stats = { slices: 0, merges: 0, busy: 0, longestSliceMs: 0 }
+  ctx.on('session/event', (session, event) => {
+    if (event.type === 'turn/start') inFlight.add(String(session.id))
+    else if (event.type === 'turn/end') inFlight.delete(String(session.id))
+    else return
+    lastTurnAt = Date.now()
+  })
+  ctx.on('agent/disposed', ({ agent }) => { inFlight.delete(String(agent.id)) })
+  ctx.effect(() => () => { disposed = true }, 'stablemem.index-upkeep')
+
+  /** Why no slice may run now, or undefined when one may. */
+  const blocked = (memory: StableMem): UpkeepStop | undefined => {
+    if (disposed) return 'disposed'
+    if (inFlight.size > 0) return 'turn'
+    if (Date.now() - lastTurnAt < quietMs) return 'quiet'
+    if (memory.unavailableReason() !== undefined) return 'unavailable'
+    return undefined
+  }
+
+  const run = async (): Promise<UpkeepRun> => {
+    if (running) return { slices: 0, stop: 'running' }
+    running = true
+    let slices = 0
+    try {
+      const memory = service()
+      const first = blocked(memory)
+      if (first !== undefined) return { slices, stop: first }
+      const segments = memory.ftsSegments()
+      if (segments === undefined) return { slices, stop: 'unavailable' }
+      if (segments <= 1) merging = false
+      if (!merging && segments < UPKEEP_DUE_SEGMENTS) return { slices, stop: 'not-due' }
+      merging = true
+      for (;;) {
+        const t0 = performance.now()
+        const outcome = memory.upkeepSlice()
+        stats.longestSliceMs = Math.max(stats.longestSliceMs, performance.now() - t0)
+        if (outcome === 'busy') {
+          stats.busy++
+          return { slices, stop: 'busy' }
+        }
+        slices++
+        stats.slices++
+        if (outcome === 'done' || (memory.ftsSegments() ?? 0) <= 1) {
+          merging = false
+          stats.merges++
+          logger.info('full-text index merged into one segment (%d slices)', slices)
+          return { slices, stop: 'merged' }
+        }
+        await new Promise((resolve) => setImmediate(resolve)) // a turn may start here
+        const stop = blocked(memory)
+        if (stop !== undefined) return { slices, stop }
+      }
+    } catch (error) {
+      logger.warn('index upkeep failed (tried again when idle): %s', error instanceof Error ? error.message : String(error))
+      return { slices, stop: 'unavailable' }
+    } finally {
+      running = false
+    }
+  }
+
+  const pollMs = timing.pollMs ?? POLL_MS
+  // A plain unref'd interval, as the heartbeat's (lib/kernel/layers/heartbeat.ts says why not the cordis timer).
+  ctx.effect(() => {
+    const timer = setInterval(() => { void run() }, pollMs)
+    timer.unref()
+    return () => clearInterval(timer)
+  }, 'stablemem.index-upkeep.interval')
+  return { run, stats }
+}
