@@ -11,6 +11,9 @@
  *    cache), filled with raw prepared statements in one transaction.
  * 3. For each query kind, runs our `recallBlocks` and the raw FTS5 query (the same MATCH
  *    expression, top 10 by bm25, texts joined) alternately, query by query.
+ * 3b. Index upkeep: merges the store's full-text index slice by slice (as the host does when idle),
+ *    timing each slice, then recalls each kind on a copy as built and on the merged store,
+ *    alternating query by query. Steps 4 and 5 read the merged store (`--cache`: use a copy).
  * 4. Runs real agent-loop turns with the plugin mounted on the store and times its pre-step listener.
  * 5. Scopes (`--workspaces W`, default 20; 0 skips): the same N blocks committed into a second file,
  *    block i into workspace i mod W, and each query recalled in the workspace of the block it was
@@ -28,7 +31,7 @@
  * (`cached_build: true` in the JSON); a file of an older schema is upgraded when opened, and
  * `--rebuild` builds (and measures) afresh.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -319,6 +322,71 @@ function balancedOverhead(gated: readonly number[], ungated: readonly number[]):
 }
 const ratioP50 = Math.max(...ratios)
 
+// 3b. Index upkeep (lib/store/fts-upkeep.ts): the store's index as built (as many segments as its
+// commits left) against the same file merged into one segment, query by query in alternating order;
+// the merge itself timed slice by slice, as the host runs it. The later steps read the merged store.
+const builtDir = mkdtempSync(join(tmpdir(), 'stablemem-built-'))
+const builtPath = join(builtDir, 'memory.db')
+copyFileSync(storePath, builtPath)
+const upkeeper = new BlockStore(storePath)
+const segmentsBuilt = upkeeper.ftsSegments()
+const sliceWall: number[] = []
+const sliceCpu: number[] = []
+const upkeepStartCpu = process.cpuUsage()
+const upkeepStart = nowMs()
+for (let outcome = 'merged'; outcome === 'merged' && upkeeper.ftsSegments() > 1;) {
+  const cpu = process.cpuUsage()
+  const start = nowMs()
+  outcome = upkeeper.upkeepSlice({ wait: false })
+  sliceWall.push(nowMs() - start)
+  sliceCpu.push(cpuMs(cpu))
+}
+const upkeepWallMs = nowMs() - upkeepStart
+const upkeepCpuMs = cpuMs(upkeepStartCpu)
+const segmentsMerged = upkeeper.ftsSegments()
+upkeeper.close()
+log(`upkeep: ${segmentsBuilt} → ${segmentsMerged} segments in ${sliceWall.length} slices, ${upkeepWallMs.toFixed(0)} ms wall, ${upkeepCpuMs.toFixed(0)} ms CPU; ` +
+  `slice p50 ${percentile(sliceWall, 50).toFixed(2)} ms  p99 ${percentile(sliceWall, 99).toFixed(2)} ms  max ${Math.max(...sliceWall).toFixed(1)} ms (cpu p99 ${percentile(sliceCpu, 99).toFixed(2)} ms)`)
+const builtReader = new BlockStore(builtPath)
+const mergedReader = new BlockStore(storePath)
+const recallBuilt: Record<string, Timing> = {}
+const recallMerged: Record<string, Timing> = {}
+const upkeepRatioP99: Record<string, number> = {}
+for (const kind of KINDS) {
+  const samples = { built: [] as number[], builtCpu: [] as number[], merged: [] as number[], mergedCpu: [] as number[] }
+  for (let q = 0; q < WARMUP + QUERIES; q++) {
+    const query = gen.query(kind, Math.floor((q * 7_654_321) % N))
+    const run = (store: BlockStore, wall: number[], cpuSamples: number[]) => {
+      const cpu = process.cpuUsage()
+      const start = nowMs()
+      gateHits(recallBlocks(store, query, { topK: 5 }), gate)
+      const ms = nowMs() - start
+      if (q >= WARMUP) { wall.push(ms); cpuSamples.push(cpuMs(cpu)) }
+    }
+    if (q % 2 === 0) { run(builtReader, samples.built, samples.builtCpu); run(mergedReader, samples.merged, samples.mergedCpu) }
+    else { run(mergedReader, samples.merged, samples.mergedCpu); run(builtReader, samples.built, samples.builtCpu) }
+  }
+  recallBuilt[kind] = timing(samples.built, samples.builtCpu)
+  recallMerged[kind] = timing(samples.merged, samples.mergedCpu)
+  upkeepRatioP99[kind] = round(percentile(samples.merged, 99) / percentile(samples.built, 99), 2)
+  log(`upkeep A/B ${kind.padEnd(20)} as built (${segmentsBuilt} segments) p50 ${recallBuilt[kind].p50_ms.toFixed(3)}  p99 ${recallBuilt[kind].p99_ms.toFixed(3)}  p99.9 ${recallBuilt[kind].p999_ms.toFixed(3)} ms | ` +
+    `merged p50 ${recallMerged[kind].p50_ms.toFixed(3)}  p99 ${recallMerged[kind].p99_ms.toFixed(3)}  p99.9 ${recallMerged[kind].p999_ms.toFixed(3)} ms | ratio p99 ${upkeepRatioP99[kind]!.toFixed(2)}`)
+}
+builtReader.close()
+mergedReader.close()
+rmSync(builtDir, { recursive: true, force: true })
+const ftsUpkeep = {
+  segments_built: segmentsBuilt,
+  segments_after: segmentsMerged,
+  slices: sliceWall.length,
+  wall_ms: round(upkeepWallMs, 1),
+  cpu_ms: round(upkeepCpuMs, 1),
+  slice: { ...timing(sliceWall, sliceCpu), max_ms: round(Math.max(...sliceWall), 2) },
+  recall_built: recallBuilt,
+  recall_merged: recallMerged,
+  ratio_p99_merged_vs_built: upkeepRatioP99,
+}
+
 // 4. Per-turn overhead in a real agent loop.
 const turnQueries: string[] = []
 for (let i = 0; i < WARMUP + TURNS; i++) turnQueries.push(gen.query(KINDS[i % KINDS.length]!, Math.floor((i * 1_234_567) % N)))
@@ -384,6 +452,7 @@ const result = {
   rss_mb: Math.round(rssMb),
   recall,
   baseline,
+  fts_upkeep: ftsUpkeep,
   ratio_p50: round(ratioP50, 2),
   ratio_p99_vs_floor: floorRatiosP99,
   recall_without_gate: withoutGate,
