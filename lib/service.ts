@@ -24,7 +24,7 @@ import { ScopePolicy, type RecallView, type ScopeContext, type ScopeTarget } fro
 import type { ScopeName } from './store/scope-key.ts'
 import type { ScopeCount } from './store/scopes.ts'
 import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
-import type { SliceOutcome } from './store/fts-upkeep.ts'
+import type { MergeScope, SliceOutcome } from './store/fts-upkeep.ts'
 import { BlockStore } from './store/store.ts'
 import { TeamLayer, type TeamStats } from './team/layer.ts'
 import { mergeTeamHits } from './team/merge.ts'
@@ -546,8 +546,13 @@ export class StableMem extends Service {
    * One slice of full-text index upkeep for the host's idle timer (`BlockStore.upkeepSlice`): it
    * never waits for another process's write lock (`busy` instead).
    */
-  upkeepSlice(): SliceOutcome {
-    return this.use((store) => store.upkeepSlice({ wait: false }))
+  upkeepSlice(scope: MergeScope): SliceOutcome {
+    return this.use((store) => store.upkeepSlice({ wait: false, scope }))
+  }
+
+  /** Which merge the index's segments are worth, if any (the host's upkeep asks; `BlockStore.mergeDue`). */
+  mergeDue(levelsDone: boolean): MergeScope | undefined {
+    return this.use((store) => store.mergeDue(levelsDone))
   }
 
   /** Why the store is unavailable, if it is. */

@@ -1,6 +1,6 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { StableMem } from '../service.ts'
-import { UPKEEP_DUE_SEGMENTS } from '../store/fts-upkeep.ts'
+import { UPKEEP_DUE_SEGMENTS, type MergeScope } from '../store/fts-upkeep.ts'
 
 /** How often the host looks whether the index needs upkeep, in ms (one row read). */
 const POLL_MS = 5_000
@@ -34,7 +34,9 @@ export interface UpkeepTiming {
  * Registers the host's idle index upkeep: an unref'd timer that, when no turn of this host is in
  * flight and the last one ended `QUIET_MS` ago, merges the full-text index slice by slice
  * (`BlockStore.upkeepSlice`, never waiting for another process's lock) once it has
- * `UPKEEP_DUE_SEGMENTS` segments, and goes on until it is one segment. Between slices it yields to
+ * `UPKEEP_DUE_SEGMENTS` segments: first within levels (the small segments recent commits left, at
+ * a cost in proportion to them), then into one segment if what is left is worth it (`mergeDue`), or at once into one when the
+ * segments are not just small ones beside a large one. Between slices it yields to
  * the event loop, so a turn that starts meanwhile stops it before the next slice; the merge state
  * is kept in the index, and the next idle moment continues it. Failures are logged, never thrown.
  */
@@ -45,8 +47,8 @@ export function registerIndexUpkeep(ctx: Context, service: () => StableMem, timi
   let lastTurnAt = 0
   let running = false
   let disposed = false
-  /** A merge this host started and has not finished: it continues below the threshold too. */
-  let merging = false
+  /** A merge this host started and has not finished (continued below the threshold too), and its scope. */
+  let merging: MergeScope | undefined
   const stats = { slices: 0, merges: 0, busy: 0, longestSliceMs: 0 }
   ctx.on('session/event', (session, event) => {
     if (event.type === 'turn/start') inFlight.add(String(session.id))
@@ -74,14 +76,16 @@ export function registerIndexUpkeep(ctx: Context, service: () => StableMem, timi
       const memory = service()
       const first = blocked(memory)
       if (first !== undefined) return { slices, stop: first }
-      const segments = memory.ftsSegments()
-      if (segments === undefined) return { slices, stop: 'unavailable' }
-      if (segments <= 1) merging = false
-      if (!merging && segments < UPKEEP_DUE_SEGMENTS) return { slices, stop: 'not-due' }
-      merging = true
+      if (merging === undefined) {
+        const segments = memory.ftsSegments()
+        if (segments === undefined) return { slices, stop: 'unavailable' }
+        const due = segments < UPKEEP_DUE_SEGMENTS ? undefined : memory.mergeDue(false)
+        if (due === undefined) return { slices, stop: 'not-due' }
+        merging = due
+      }
       for (;;) {
         const t0 = performance.now()
-        const outcome = memory.upkeepSlice()
+        const outcome = memory.upkeepSlice(merging)
         stats.longestSliceMs = Math.max(stats.longestSliceMs, performance.now() - t0)
         if (outcome === 'busy') {
           stats.busy++
@@ -90,10 +94,15 @@ export function registerIndexUpkeep(ctx: Context, service: () => StableMem, timi
         slices++
         stats.slices++
         if (outcome === 'done' || (memory.ftsSegments() ?? 0) <= 1) {
-          merging = false
-          stats.merges++
-          logger.info('full-text index merged into one segment (%d slices)', slices)
-          return { slices, stop: 'merged' }
+          // The small segments are merged with each other; the large ones too when that is worth it.
+          if (merging === 'levels' && memory.mergeDue(true) === 'all') {
+            merging = 'all'
+          } else {
+            merging = undefined
+            stats.merges++
+            logger.info('full-text index tidied: %d segment(s) left after %d slices', memory.ftsSegments() ?? 0, slices)
+            return { slices, stop: 'merged' }
+          }
         }
         await new Promise((resolve) => setImmediate(resolve)) // a turn may start here
         const stop = blocked(memory)

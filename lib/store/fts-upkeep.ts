@@ -6,6 +6,10 @@
  * about N leaf pages per call (it stops at the next term boundary); called until it changes
  * nothing, it leaves one segment, the same index `optimize` writes, without one long transaction.
  *
+ * With `'merge', +N` it merges only levels holding 4 or more segments: the small segments recent
+ * commits left merge with each other at a cost in proportion to them, and the large ones stay;
+ * the host does that first, and the full merge only when what is left is worth it (`mergeDue`).
+ *
  * Each slice is its own IMMEDIATE transaction, so another process's writer waits one slice at
  * most (its busy timeout covers that), and a slice never runs inside a caller's transaction.
  * Merging reads only the entries the segments hold, so it cannot bring back a forgotten note:
@@ -26,13 +30,26 @@ import { ftsStructure } from './fts-structure.ts'
 export const SLICE_PAGES = 64
 
 /**
- * The index has this many segments or more before the host merges it when idle, and `doctor`
- * warns. Below it, a query seeks a few small segments beside the big one; merging them rewrites
- * the whole index (about 3 s and 180 MB of writes at a million notes), which is not worth it for
- * every few notes a turn saves. FTS5's automerge keeps 1 + (the digit sum, in base 4, of the
- * commits since the last full merge) segments, so 8 is reached after about 30 commits.
+ * The index has this many segments or more before the host tidies it when idle, and `doctor`
+ * warns. Single commits add about one small segment each, and FTS5's automerge, which merges in
+ * proportion to what a write adds, lets them pile up to ≈ 20 between its own merges.
  */
 export const UPKEEP_DUE_SEGMENTS = 8
+
+/**
+ * After merging within levels, a merge across all levels (rewriting the whole index) follows when
+ * this many segments are left, or when the segments beside the largest hold at least a quarter of
+ * its leaf pages (`mergeDue`). Otherwise the few small segments stay: rewriting a million
+ * notes' index (≈ 3 s, ≈ 180 MB) for them would cost more than they cost a query.
+ */
+export const FULL_MERGE_SEGMENTS = 6
+
+/**
+ * What a slice merges: `levels` only the segments of a level that holds 4 or more (FTS5's
+ * `'merge', +N`: new small segments merge with each other, the large ones stay as they are);
+ * `all` every segment into one (`'merge', -N`).
+ */
+export type MergeScope = 'levels' | 'all'
 
 /** What one slice did: merged some pages, found nothing left to merge, or could not get the write lock. */
 export type SliceOutcome = 'merged' | 'done' | 'busy'
@@ -54,7 +71,7 @@ export function ftsSegments(db: DatabaseSync): number {
 }
 
 /**
- * Runs one slice: merges about `pages` leaf pages in one IMMEDIATE transaction. `wait: false`
+ * Runs one slice: merges about `pages` leaf pages (of `scope`) in one IMMEDIATE transaction. `wait: false`
  * (the host's idle upkeep) takes the write lock only if it is free at once, and reports `busy`
  * otherwise, so the event loop never waits on another process. FTS5's documented way to tell that
  * a merge is complete: the call changed fewer than two rows (`total_changes()`).
@@ -62,7 +79,7 @@ export function ftsSegments(db: DatabaseSync): number {
  * The slice skips the fsync (`synchronous = NORMAL` for its transaction): a power cut can then
  * lose only the latest merge work, which the next upkeep redoes, never a note.
  */
-export function mergeSlice(db: DatabaseSync, busyTimeoutMs: number, pages = SLICE_PAGES, wait = true): SliceOutcome {
+export function mergeSlice(db: DatabaseSync, busyTimeoutMs: number, pages = SLICE_PAGES, wait = true, scope: MergeScope = 'all'): SliceOutcome {
   if (db.isTransaction) throw new StableMemError('invalid_input', 'index upkeep runs in transactions of its own, not inside an open one')
   if (!Number.isSafeInteger(pages) || pages < 1) throw new StableMemError('invalid_input', `pages must be a positive integer, not ${String(pages)}`)
   if (!wait) db.exec('PRAGMA busy_timeout = 0')
@@ -71,8 +88,8 @@ export function mergeSlice(db: DatabaseSync, busyTimeoutMs: number, pages = SLIC
     db.exec('BEGIN IMMEDIATE')
     try {
       const before = totalChanges(db)
-      // FTS5 takes the page count as an integer only, so it is bound as a BigInt.
-      db.prepare("INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('merge', ?)").run(BigInt(-pages))
+      // FTS5 takes the page count as an integer only, so it is bound as a BigInt; its sign is the scope.
+      db.prepare("INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('merge', ?)").run(BigInt(scope === 'all' ? -pages : pages))
       const changed = totalChanges(db) - before
       db.exec('COMMIT')
       return changed < 2 ? 'done' : 'merged'
@@ -107,6 +124,21 @@ export function mergeIndex(db: DatabaseSync, busyTimeoutMs: number, pages = SLIC
     if (outcome === 'done') break
   }
   return { segmentsBefore, segmentsAfter: ftsSegments(db), slices, ms: performance.now() - start, longestSliceMs }
+}
+
+/**
+ * Which merge the index's segments are worth: `all` when the segments beside the largest hold at
+ * least a quarter of its leaf pages (they are not just the small ones of recent commits), or when
+ * `FULL_MERGE_SEGMENTS` or more are left after merging within levels (`levelsDone`); `levels`
+ * while only small segments sit beside a large one; undefined with one segment or none.
+ */
+export function mergeDue(db: DatabaseSync, levelsDone: boolean): MergeScope | undefined {
+  const structure = ftsStructure(db, 'blocks_fts')
+  if (structure.segments <= 1) return undefined
+  const largest = Math.max(...structure.levels.flatMap((l) => l.pages))
+  if ((structure.pages - largest) * 4 >= largest) return 'all'
+  if (!levelsDone) return 'levels'
+  return structure.segments >= FULL_MERGE_SEGMENTS ? 'all' : undefined
 }
 
 /** The connection's running count of changed rows (what tells a finished merge apart). */

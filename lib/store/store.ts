@@ -12,7 +12,7 @@ import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates
 import { isBusy } from './failure.ts'
 import { indexColumns } from './fts-columns.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
-import { ftsSegments, mergeIndex, mergeSlice, type SliceOutcome, type UpkeepResult } from './fts-upkeep.ts'
+import { ftsSegments, mergeDue, mergeIndex, mergeSlice, type MergeScope, type SliceOutcome, type UpkeepResult } from './fts-upkeep.ts'
 import { enterWalMode, openFile, probe, refuseForeign, removeIdleWalFiles } from './open-file.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import { LayerTable, type Layer } from './layers.ts'
@@ -474,12 +474,19 @@ export class BlockStore {
   }
 
   /**
-   * One bounded merge slice of the full-text index in its own transaction (`mergeSlice`):
-   * `wait: false` reports `busy` instead of waiting for another process's write lock.
+   * One bounded merge slice of the full-text index in its own transaction (`mergeSlice`), across
+   * all levels unless `scope: 'levels'`: `wait: false` reports `busy` instead of waiting for
+   * another process's write lock.
    */
-  upkeepSlice(options: { pages?: number, wait?: boolean } = {}): SliceOutcome {
+  upkeepSlice(options: { pages?: number, wait?: boolean, scope?: MergeScope } = {}): SliceOutcome {
     this.assertOpen()
-    return mergeSlice(this.db, this.busyTimeoutMs, options.pages, options.wait ?? true)
+    return mergeSlice(this.db, this.busyTimeoutMs, options.pages, options.wait ?? true, options.scope)
+  }
+
+  /** Which merge the index's segments are worth, if any (`mergeDue`, lib/store/fts-upkeep.ts). */
+  mergeDue(levelsDone: boolean): MergeScope | undefined {
+    this.assertOpen()
+    return mergeDue(this.db, levelsDone)
   }
 
   /** Merges the full-text index into one segment in short transactions (`stablemem upkeep`, the end of an import); see `mergeIndex`. */

@@ -7,9 +7,11 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { GenerateOptions, StreamChunk } from '@deepseek-ai/dsh-llm'
 import { SessionId } from '@deepseek-ai/dsh-session'
+import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
 import type { IndexUpkeep, UpkeepTiming } from '../../lib/plugin/index-upkeep.ts'
 import { registerIndexUpkeep } from '../../lib/plugin/index-upkeep.ts'
+import { ftsStructure } from '../../lib/store/fts-structure.ts'
 import { UPKEEP_DUE_SEGMENTS } from '../../lib/store/fts-upkeep.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { boot, reply, tempStorePath, userMessage, type Harness } from '../helpers/harness.ts'
@@ -77,6 +79,28 @@ t.test('no slice while a turn is in flight; merged to one segment once idle; lef
   agent.followup(userMessage('and s4?'))
   await agent.whenIdle()
   t.same(h.errors, [], 'turns run on after the upkeep')
+})
+
+t.test('small segments beside a large one merge with each other; the large one is not rewritten', async (t) => {
+  const path = tempStorePath('host-upkeep-levels')
+  const store = new BlockStore(path)
+  for (let b = 0; b < 30; b++) store.commitMany(Array.from({ length: 200 }, (_, i) => ({ text: `bulk note ${b}-${i}: host h${i % 89} serves ${b * 200 + i} users from 机房${i % 9}` })))
+  store.upkeep()
+  const largest = () => {
+    const db = new DatabaseSync(path, { readOnly: true })
+    try { return ftsStructure(db, 'blocks_fts').levels.at(-1)! } finally { db.close() }
+  }
+  const big = largest()
+  for (let i = 0; store.ftsSegments() < UPKEEP_DUE_SEGMENTS; i++) store.commit({ text: `single note ${i}: job j${i} ran ${i * 3} min` })
+  t.equal(store.mergeDue(false), 'levels', 'only small segments beside the large one')
+  store.close()
+  const { h, upkeep } = await setup(path, registerIndexUpkeep)
+  t.teardown(() => h.dispose())
+  const run = await upkeep().run()
+  t.equal(run.stop, 'merged')
+  const left = segments(h)
+  t.ok(left >= 2 && left < UPKEEP_DUE_SEGMENTS, `${left} segments left: the small ones merged with each other`)
+  t.same(largest(), big, 'the large segment is where it was, with the same pages: not rewritten')
 })
 
 t.test('a quiet period after a turn: no slice right after it ends', async (t) => {

@@ -9,7 +9,7 @@ import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { ftsStructure } from '../../lib/store/fts-structure.ts'
-import { mergeSlice, SLICE_PAGES } from '../../lib/store/fts-upkeep.ts'
+import { FULL_MERGE_SEGMENTS, mergeSlice, SLICE_PAGES } from '../../lib/store/fts-upkeep.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
@@ -97,6 +97,33 @@ t.test('a slice is bounded: it writes about its page budget, so a merge takes sl
   // A slice writes its leaf pages and their doclist-index rows; the one that finishes also deletes the merged segments' rows.
   t.ok(Math.max(...small.slice(0, -1)) <= 16 * 4, `a 4-page slice changed at most ${Math.max(...small.slice(0, -1))} rows`)
   t.ok(SLICE_PAGES >= 16 && SLICE_PAGES <= 256, 'the default budget is a slice of milliseconds (docs/benchmarks.md)')
+})
+
+t.test('which merge is due: one across all levels for comparable segments, within levels for small ones beside a large one', async (t) => {
+  const { store } = committedStore('upkeep-due', 300, 10)
+  t.teardown(() => store.close())
+  t.equal(store.mergeDue(false), 'all', 'segments of comparable size: merge them all')
+  store.upkeep()
+  t.equal(store.mergeDue(false), undefined, 'one segment: nothing due')
+  for (let i = 0; i < 3; i++) store.commit({ text: `single ${i}: port ${40000 + i}` })
+  t.equal(store.mergeDue(false), 'levels', 'a few one-note segments beside the large one')
+  t.equal(store.mergeDue(true), undefined, 'after merging within levels, fewer than FULL_MERGE_SEGMENTS small ones stay')
+  for (let i = 3; store.ftsSegments() < FULL_MERGE_SEGMENTS; i++) store.commit({ text: `single ${i}: port ${40000 + i}` })
+  t.equal(store.mergeDue(true), 'all', `${store.ftsSegments()} segments left after merging within levels: merge them all`)
+  while (store.upkeepSlice({ scope: 'levels' }) === 'merged');
+  t.ok(store.ftsSegments() < FULL_MERGE_SEGMENTS, `merging within levels left ${store.ftsSegments()} segments`)
+})
+
+t.test('mutation check: without the within-levels step, small segments beside a large one would rewrite it', async (t) => {
+  const m = mutant({ file: 'store/fts-upkeep.ts', from: "if (!levelsDone) return 'levels'", to: '' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
+  const store = new Mutated(tempStorePath('upkeep-due-mutant'))
+  t.teardown(() => store.close())
+  for (let b = 0; b < 300; b++) store.commitMany(Array.from({ length: 10 }, (_, i) => ({ text: note(b * 10 + i) })))
+  store.upkeep()
+  for (let i = 0; i < 3; i++) store.commit({ text: `single ${i}: port ${40000 + i}` })
+  t.not(store.mergeDue(false), 'levels', 'the mutant picks no merge within levels')
 })
 
 t.test('upkeep never runs inside a caller\'s transaction; bad budgets are refused naming the field', async (t) => {
