@@ -17,11 +17,10 @@ export interface UpkeepRun {
   stop: UpkeepStop
 }
 
-/** The host's idle upkeep: `run` (for tests and the timer) and its counts for `stats()`. */
+/** The host's idle upkeep: `run` is what the timer calls (and tests, to run it at a chosen moment). */
 export interface IndexUpkeep {
   /** Runs slices while the index is due and the host idle; resolves when it stops. */
   run(): Promise<UpkeepRun>
-  readonly stats: { slices: number, merges: number, busy: number, longestSliceMs: number }
 }
 
 /** Timing of the host's upkeep; the defaults above unless a test sets them. */
@@ -49,7 +48,6 @@ export function registerIndexUpkeep(ctx: Context, service: () => StableMem, timi
   let disposed = false
   /** A merge this host started and has not finished (continued below the threshold too), and its scope. */
   let merging: MergeScope | undefined
-  const stats = { slices: 0, merges: 0, busy: 0, longestSliceMs: 0 }
   ctx.on('session/event', (session, event) => {
     if (event.type === 'turn/start') inFlight.add(String(session.id))
     else if (event.type === 'turn/end') inFlight.delete(String(session.id))
@@ -70,6 +68,7 @@ export function registerIndexUpkeep(ctx: Context, service: () => StableMem, timi
 
   const run = async (): Promise<UpkeepRun> => {
     if (running) return { slices: 0, stop: 'running' }
+    if (disposed) return { slices: 0, stop: 'disposed' } // the service is gone with the fiber
     running = true
     let slices = 0
     try {
@@ -84,22 +83,15 @@ export function registerIndexUpkeep(ctx: Context, service: () => StableMem, timi
         merging = due
       }
       for (;;) {
-        const t0 = performance.now()
         const outcome = memory.upkeepSlice(merging)
-        stats.longestSliceMs = Math.max(stats.longestSliceMs, performance.now() - t0)
-        if (outcome === 'busy') {
-          stats.busy++
-          return { slices, stop: 'busy' }
-        }
+        if (outcome === 'busy') return { slices, stop: 'busy' }
         slices++
-        stats.slices++
         if (outcome === 'done' || (memory.ftsSegments() ?? 0) <= 1) {
           // The small segments are merged with each other; the large ones too when that is worth it.
           if (merging === 'levels' && memory.mergeDue(true) === 'all') {
             merging = 'all'
           } else {
             merging = undefined
-            stats.merges++
             logger.info('full-text index tidied: %d segment(s) left after %d slices', memory.ftsSegments() ?? 0, slices)
             return { slices, stop: 'merged' }
           }
@@ -123,5 +115,5 @@ export function registerIndexUpkeep(ctx: Context, service: () => StableMem, timi
     timer.unref()
     return () => clearInterval(timer)
   }, 'stablemem.index-upkeep.interval')
-  return { run, stats }
+  return { run }
 }

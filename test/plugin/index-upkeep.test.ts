@@ -103,14 +103,15 @@ t.test('small segments beside a large one merge with each other; the large one i
   t.same(largest(), big, 'the large segment is where it was, with the same pages: not rewritten')
 })
 
-t.test('a quiet period after a turn: no slice right after it ends', async (t) => {
+t.test('a quiet period after a turn: no slice right after it ends; none after dispose', async (t) => {
   const path = segmentedStore('host-upkeep-quiet')
   let upkeep!: IndexUpkeep
   const consumer = { name: 'upkeep-quiet', inject: ['stablemem'], apply: (ctx: Context) => { upkeep = registerIndexUpkeep(ctx, () => ctx.stablemem, { pollMs: 3_600_000, quietMs: 60_000 }) } }
   const h = await boot({ path, indexUpkeep: false }, [reply('ok')], { extra: [{ plugin: consumer }] })
-  t.teardown(() => h.dispose())
   await h.turn('hello')
   t.same(await upkeep.run(), { slices: 0, stop: 'quiet' })
+  await h.dispose()
+  t.same(await upkeep.run(), { slices: 0, stop: 'disposed' }, 'a tick after dispose does nothing')
 })
 
 t.test('mutation check: without the turn guard a slice runs mid-turn', async (t) => {
