@@ -40,7 +40,7 @@ export const UPKEEP_DUE_SEGMENTS = 8
  * After merging within levels, a merge across all levels (rewriting the whole index) follows when
  * this many segments are left, or when the segments beside the largest hold at least a quarter of
  * its leaf pages (`mergeDue`). Otherwise the few small segments stay: rewriting a million
- * notes' index (≈ 3 s, ≈ 180 MB) for them would cost more than they cost a query.
+ * notes' index (≈ 2.5 s CPU, ≈ 180 MB written) for them would cost more than they cost a query.
  */
 export const FULL_MERGE_SEGMENTS = 6
 
