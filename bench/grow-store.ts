@@ -19,7 +19,7 @@
  *
  * The prefix is checked first: the store's count, its largest rowid, and the text of sampled rows
  * against the corpus (a store of another seed or corpus is refused). Prints the FTS5 merge state
- * (bench/fts-structure.ts) and the file size at the end; with `--json` the last line is one JSON object.
+ * (lib/store/fts-structure.ts) and the file size at the end; with `--json` the last line is one JSON object.
  */
 import { copyFileSync, existsSync, statSync } from 'node:fs'
 import { loadavg } from 'node:os'
@@ -29,7 +29,7 @@ import { BlockStore } from '../lib/store/store.ts'
 import { jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { corpus, type Corpus } from './corpus.ts'
 import { checkPrefix } from './corpus-prefix.ts'
-import { describeFtsStructure, ftsStructure } from './fts-structure.ts'
+import { describeFtsStructure, ftsStructure } from '../lib/store/fts-structure.ts'
 import { cpuMs, nowMs, round } from './stats.ts'
 import { benchWorkspace } from './workspaces.ts'
 

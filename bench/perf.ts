@@ -11,6 +11,12 @@
  *    cache), filled with raw prepared statements in one transaction.
  * 3. For each query kind, runs our `recallBlocks` and the raw FTS5 query (the same MATCH
  *    expression, top 10 by bm25, texts joined) alternately, query by query.
+ * 3b. Index upkeep: merges the store's full-text index slice by slice as the host does when idle,
+ *    timing each slice, then recalls each kind on a copy as built and on the merged store,
+ *    alternating query by query; then the merged store against a copy with single commits added
+ *    until its index is one segment short of the host's threshold (the most a query seeks between
+ *    two idle merges), and what the host's upkeep costs once one more commit makes it due. Steps 4
+ *    and 5 read the merged store (`--cache`: use a copy).
  * 4. Runs real agent-loop turns with the plugin mounted on the store and times its pre-step listener.
  * 5. Scopes (`--workspaces W`, default 20; 0 skips): the same N blocks committed into a second file,
  *    block i into workspace i mod W, and each query recalled in the workspace of the block it was
@@ -28,7 +34,7 @@
  * (`cached_build: true` in the JSON); a file of an older schema is upgraded when opened, and
  * `--rebuild` builds (and measures) afresh.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -41,6 +47,7 @@ import { queryContent, relevance } from '../lib/recall/relevance.ts'
 import { analyzeQuery } from '../lib/recall/symbols.ts'
 import { GLOBAL_SCOPE } from '../lib/store/scope-key.ts'
 import { SCHEMA_VERSION } from '../lib/store/schema.ts'
+import { UPKEEP_DUE_SEGMENTS } from '../lib/store/fts-upkeep.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { canonicalText, scrubQuery } from '../lib/text/normalize.ts'
@@ -319,6 +326,103 @@ function balancedOverhead(gated: readonly number[], ungated: readonly number[]):
 }
 const ratioP50 = Math.max(...ratios)
 
+// 3b. Index upkeep (lib/store/fts-upkeep.ts): the store's index as built (as many segments as its
+// commits left) against the same file merged into one segment, query by query in alternating order;
+// the merge itself timed slice by slice, as the host runs it. The later steps read the merged store.
+const builtDir = mkdtempSync(join(tmpdir(), 'stablemem-built-'))
+const builtPath = join(builtDir, 'memory.db')
+copyFileSync(storePath, builtPath)
+/** Upkeep as the host runs it (lib/plugin/index-upkeep.ts): the scope `mergeDue` picks, then across all levels if still due; every slice timed. */
+function hostUpkeep(store: BlockStore) {
+  const wall: number[] = []
+  const cpuSamples: number[] = []
+  const scopes: string[] = []
+  const startCpu = process.cpuUsage()
+  const start = nowMs()
+  for (let scope = store.mergeDue(false); scope !== undefined; scope = scope === 'levels' && store.mergeDue(true) === 'all' ? 'all' : undefined) {
+    scopes.push(scope)
+    for (let outcome = 'merged'; outcome === 'merged' && store.ftsSegments() > 1;) {
+      const cpu = process.cpuUsage()
+      const t0 = nowMs()
+      outcome = store.upkeepSlice({ wait: false, scope })
+      wall.push(nowMs() - t0)
+      cpuSamples.push(cpuMs(cpu))
+    }
+  }
+  return { wall, cpu: cpuSamples, scopes, wallMs: nowMs() - start, cpuMs: cpuMs(startCpu), segments: store.ftsSegments() }
+}
+const upkeeper = new BlockStore(storePath)
+const segmentsBuilt = upkeeper.ftsSegments()
+const merge = hostUpkeep(upkeeper)
+const { wall: sliceWall, cpu: sliceCpu, wallMs: upkeepWallMs, cpuMs: upkeepCpuMs, segments: segmentsMerged } = merge
+upkeeper.close()
+log(`upkeep: ${segmentsBuilt} → ${segmentsMerged} segments in ${sliceWall.length} slices, ${upkeepWallMs.toFixed(0)} ms wall, ${upkeepCpuMs.toFixed(0)} ms CPU; ` +
+  `slice p50 ${percentile(sliceWall, 50).toFixed(2)} ms  p99 ${percentile(sliceWall, 99).toFixed(2)} ms  max ${Math.max(...sliceWall).toFixed(1)} ms (cpu p99 ${percentile(sliceCpu, 99).toFixed(2)} ms)`)
+/** Recall per kind on two stores, alternating query by query: wall and CPU quantiles of each, and the p99 ratio b / a. */
+function alternate(a: BlockStore, b: BlockStore, label: (kind: string, ta: Timing, tb: Timing, ratio: number) => string) {
+  const out = { a: {} as Record<string, Timing>, b: {} as Record<string, Timing>, ratioP99: {} as Record<string, number> }
+  for (const kind of KINDS) {
+    const samples = { a: [] as number[], aCpu: [] as number[], b: [] as number[], bCpu: [] as number[] }
+    for (let q = 0; q < WARMUP + QUERIES; q++) {
+      const query = gen.query(kind, Math.floor((q * 7_654_321) % N))
+      const run = (store: BlockStore, wall: number[], cpuSamples: number[]) => {
+        const cpu = process.cpuUsage()
+        const start = nowMs()
+        gateHits(recallBlocks(store, query, { topK: 5 }), gate)
+        const ms = nowMs() - start
+        if (q >= WARMUP) { wall.push(ms); cpuSamples.push(cpuMs(cpu)) }
+      }
+      if (q % 2 === 0) { run(a, samples.a, samples.aCpu); run(b, samples.b, samples.bCpu) }
+      else { run(b, samples.b, samples.bCpu); run(a, samples.a, samples.aCpu) }
+    }
+    out.a[kind] = timing(samples.a, samples.aCpu)
+    out.b[kind] = timing(samples.b, samples.bCpu)
+    out.ratioP99[kind] = round(percentile(samples.b, 99) / percentile(samples.a, 99), 2)
+    log(label(kind, out.a[kind], out.b[kind], out.ratioP99[kind]))
+  }
+  return out
+}
+const quantiles = (x: Timing) => `p50 ${x.p50_ms.toFixed(3)}  p99 ${x.p99_ms.toFixed(3)}  p99.9 ${x.p999_ms.toFixed(3)} ms`
+const builtReader = new BlockStore(builtPath)
+const mergedReader = new BlockStore(storePath)
+const upkeepAB = alternate(builtReader, mergedReader, (kind, built, merged, ratio) =>
+  `upkeep A/B ${kind.padEnd(20)} as built (${segmentsBuilt} segments) ${quantiles(built)} | merged ${quantiles(merged)} | ratio p99 ${ratio.toFixed(2)}`)
+builtReader.close()
+// Between two host merges: the merged store plus single commits (new corpus notes) until the index
+// is one segment short of the host's threshold, the most a query seeks while the host is idle.
+const betweenPath = join(builtDir, 'between.db')
+copyFileSync(storePath, betweenPath)
+const betweenStore = new BlockStore(betweenPath)
+let betweenCommits = 0
+while (betweenStore.ftsSegments() < UPKEEP_DUE_SEGMENTS - 1) betweenStore.commit({ text: gen.block(N + betweenCommits++).text, source: 'bench' })
+const segmentsBetween = betweenStore.ftsSegments()
+const betweenAB = alternate(mergedReader, betweenStore, (kind, merged, between, ratio) =>
+  `between merges ${kind.padEnd(20)} merged ${quantiles(merged)} | ${segmentsBetween} segments after ${betweenCommits} commits ${quantiles(between)} | ratio p99 ${ratio.toFixed(2)}`)
+// The next commit makes the host's upkeep due: what it then costs (the small segments merge with each other).
+betweenStore.commit({ text: gen.block(N + betweenCommits++).text, source: 'bench' })
+const segmentsDue = betweenStore.ftsSegments()
+const tidy = hostUpkeep(betweenStore)
+log(`host upkeep at ${segmentsDue} segments: ${tidy.scopes.join(' then ')}, ${tidy.wall.length} slices, ${tidy.wallMs.toFixed(1)} ms wall, ${tidy.cpuMs.toFixed(1)} ms CPU → ${tidy.segments} segments`)
+betweenStore.close()
+mergedReader.close()
+rmSync(builtDir, { recursive: true, force: true })
+const ftsUpkeep = {
+  segments_built: segmentsBuilt,
+  segments_after: segmentsMerged,
+  slices: sliceWall.length,
+  wall_ms: round(upkeepWallMs, 1),
+  cpu_ms: round(upkeepCpuMs, 1),
+  slice: { ...timing(sliceWall, sliceCpu), max_ms: round(Math.max(...sliceWall), 2) },
+  recall_built: upkeepAB.a,
+  recall_merged: upkeepAB.b,
+  ratio_p99_merged_vs_built: upkeepAB.ratioP99,
+  scopes: merge.scopes,
+  between_merges: {
+    segments: segmentsBetween, commits: betweenCommits - 1, recall: betweenAB.b, recall_merged: betweenAB.a, ratio_p99_vs_merged: betweenAB.ratioP99,
+    host_upkeep: { segments_before: segmentsDue, scopes: tidy.scopes, slices: tidy.wall.length, wall_ms: round(tidy.wallMs, 1), cpu_ms: round(tidy.cpuMs, 1), segments_after: tidy.segments },
+  },
+}
+
 // 4. Per-turn overhead in a real agent loop.
 const turnQueries: string[] = []
 for (let i = 0; i < WARMUP + TURNS; i++) turnQueries.push(gen.query(KINDS[i % KINDS.length]!, Math.floor((i * 1_234_567) % N)))
@@ -384,6 +488,7 @@ const result = {
   rss_mb: Math.round(rssMb),
   recall,
   baseline,
+  fts_upkeep: ftsUpkeep,
   ratio_p50: round(ratioP50, 2),
   ratio_p99_vs_floor: floorRatiosP99,
   recall_without_gate: withoutGate,

@@ -44,6 +44,7 @@ export interface Config {
   sceneHalfLifeDays: number
   channel: string
   timeZone: string
+  indexUpkeep: boolean
 }
 
 /** Compaction capture and cooling (`layers:`, docs/layers.md). */
@@ -218,6 +219,8 @@ export const Config: Schema<Config> = Schema.object({
     .description('Channel of human prompts that name none (a channel bridge stamps `source.channel`; web prompts are `web`). Empty: such prompts have no channel feature.'),
   timeZone: Schema.string().default('')
     .description('IANA time zone of the part-of-day feature when a prompt carries no `clientTimeZone`. Empty: the process zone.'),
+  indexUpkeep: Schema.boolean().default(true)
+    .description('While no turn runs, merge the full-text index once it has 8 segments or more, in short slices (the small segments of recent commits with each other; the whole index when its segments are of comparable size), so every query seeks few (docs/recall.md, "Index upkeep"). `false`: run `stablemem upkeep` yourself.'),
 })
 
 /** A complete configuration from a partial one, validated like a composition would validate it. */

@@ -8,6 +8,7 @@ import { registerCompactionCapture } from './kernel/layers/capture.ts'
 import { registerHeartbeat } from './kernel/layers/heartbeat.ts'
 import { registerScenes } from './kernel/scenes/register.ts'
 import { checkSceneKey } from './store/scene-key.ts'
+import { registerIndexUpkeep } from './plugin/index-upkeep.ts'
 import { registerStatistics } from './plugin/statistics.ts'
 import { attachHostSurface, registerSurface } from './plugin/surface.ts'
 import { untraced } from './plugin/untraced.ts'
@@ -47,6 +48,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     const memory = untraced(inner.stablemem) // scenes run on every turn (lib/plugin/untraced.ts)
     registerScenes(inner, () => memory)
     registerStatistics(inner)
+    if (config.indexUpkeep && resolvedPath !== ':memory:') registerIndexUpkeep(inner, () => inner.stablemem)
     if (!publish(ctx, inner.stablemem)) {
       inner.logger('stablemem').info('ctx.stablemem is provided by another instance; %s is reachable through its tool %s', resolvedPath, config.toolName)
       // When the publishing instance goes away, the next one still mounted takes its place, so

@@ -24,6 +24,7 @@ import { ScopePolicy, type RecallView, type ScopeContext, type ScopeTarget } fro
 import type { ScopeName } from './store/scope-key.ts'
 import type { ScopeCount } from './store/scopes.ts'
 import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
+import type { MergeScope, SliceOutcome } from './store/fts-upkeep.ts'
 import { BlockStore } from './store/store.ts'
 import { TeamLayer, type TeamStats } from './team/layer.ts'
 import { mergeTeamHits } from './team/merge.ts'
@@ -533,6 +534,25 @@ export class StableMem extends Service {
       if (refusal instanceof StableMemError) return undefined
       throw refusal
     }
+  }
+
+  /** Segments of the full-text index, or undefined while unavailable (the host's idle upkeep asks; lib/plugin/index-upkeep.ts). */
+  ftsSegments(): number | undefined {
+    if (this.unavailableReason() !== undefined) return undefined
+    return this.use((store) => store.ftsSegments())
+  }
+
+  /**
+   * One slice of full-text index upkeep for the host's idle timer (`BlockStore.upkeepSlice`): it
+   * never waits for another process's write lock (`busy` instead).
+   */
+  upkeepSlice(scope: MergeScope): SliceOutcome {
+    return this.use((store) => store.upkeepSlice({ wait: false, scope }))
+  }
+
+  /** Which merge the index's segments are worth, if any (the host's upkeep asks; `BlockStore.mergeDue`). */
+  mergeDue(levelsDone: boolean): MergeScope | undefined {
+    return this.use((store) => store.mergeDue(levelsDone))
   }
 
   /** Why the store is unavailable, if it is. */

@@ -7,6 +7,8 @@
  */
 import { accessSync, closeSync, constants, existsSync, fsyncSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
+import { ftsStructure } from '../store/fts-structure.ts'
+import { UPKEEP_DUE_SEGMENTS } from '../store/fts-upkeep.ts'
 import { SCHEMA_VERSION } from '../store/schema.ts'
 
 /** The oldest Node this package supports (matches `engines` in package.json). */
@@ -161,6 +163,7 @@ function checkStoreFile(sqlite: typeof import('node:sqlite'), path: string): Che
     checks.push(Number(counts.indexed) === Number(counts.blocks)
       ? { status: 'ok', label: 'index', detail: `${counts.blocks} blocks, ${counts.edges} edges, all blocks indexed` }
       : { status: 'fail', label: 'index', detail: `the full-text index holds ${counts.indexed} entries for ${counts.blocks} blocks, so recall misses notes; export and re-import the store to rebuild it` })
+    checks.push(segmentsCheck(db))
     checks.push(layersCheck(db))
   } finally {
     db.close()
@@ -170,6 +173,15 @@ function checkStoreFile(sqlite: typeof import('node:sqlite'), path: string): Che
     ? { status: 'ok', label: 'writable', detail: `${path} can be written` }
     : { status: 'fail', label: 'writable', detail: `${path} is read-only, so the plugin cannot save notes` })
   return checks
+}
+
+/** The full-text index's segments: a query seeks each, so many of them slow recall down until upkeep merges them. */
+function segmentsCheck(db: import('node:sqlite').DatabaseSync): Check {
+  const segments = ftsStructure(db, 'blocks_fts').segments
+  const detail = `the full-text index has ${segments} segment${segments === 1 ? '' : 's'}`
+  return segments >= UPKEEP_DUE_SEGMENTS
+    ? { status: 'warn', label: 'segments', detail: `${detail}, and every query seeks each: run \`stablemem upkeep\` (the plugin merges them while idle unless indexUpkeep is off)` }
+    : { status: 'ok', label: 'segments', detail }
 }
 
 /** The layers (docs/layers.md): how many blocks are stable and cold, and when cooling last ran. */

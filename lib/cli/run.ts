@@ -12,7 +12,7 @@ import { println, UsageError, type CliIo, type Command } from './command.ts'
 
 /** The subcommands, in help order. A new command is one module under `commands/` and one row here. */
 export const COMMANDS: Record<string, { summary: string, load: () => Promise<{ command: Command }> }> = {
-  stats: { summary: 'blocks, edges, file size, schema version, last write', load: () => import('./commands/stats.ts') },
+  stats: { summary: 'blocks, edges, file size, schema version, last write, index segments', load: () => import('./commands/stats.ts') },
   commit: { summary: 'save a note: commit <text> [--source s] [--scene s] [--scope s] [--workspace dir]', load: () => import('./commands/commit.ts') },
   get: { summary: 'show one block: get <id>', load: () => import('./commands/get.ts') },
   recall: { summary: 'the recall the plugin injects: recall <query> [--k 5] [--workspace dir | --all] [--json]', load: () => import('./commands/recall.ts') },
@@ -25,6 +25,7 @@ export const COMMANDS: Record<string, { summary: string, load: () => Promise<{ c
   forget: { summary: 'delete notes for good: forget [--shared] <id>… | --scene s | --source s | --before t | --all', load: () => import('./commands/forget.ts') },
   serve: { summary: 'the memory browser on 127.0.0.1: serve [--port n] [--read-only] [--open] [--host address]', load: () => import('./commands/serve.ts') },
   vacuum: { summary: 'rewrite the store file without free space', load: () => import('./commands/vacuum.ts') },
+  upkeep: { summary: 'merge the full-text index into one segment (the plugin does it while idle)', load: () => import('./commands/upkeep.ts') },
   embed: { summary: 'compute missing vectors: embed --backfill --url <base-url> --model <name>', load: () => import('./commands/embed.ts') },
   'install-dsh': { summary: 'install dsh at the tested versions (with Node 24 and pnpm): install-dsh <prefix>', load: () => import('./commands/install-dsh.ts') },
   share: { summary: 'share stored notes with the team layer: share <id>… [--team-url url --namespace ns]', load: () => import('./commands/share.ts') },

@@ -13,6 +13,7 @@ import { isBusy } from './failure.ts'
 import { indexColumns } from './fts-columns.ts'
 import { checkCount, checkTime } from './import-numbers.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
+import { ftsSegments, mergeDue, mergeIndex, mergeSlice, type MergeScope, type SliceOutcome, type UpkeepResult } from './fts-upkeep.ts'
 import { enterWalMode, openFile, probe, refuseForeign, removeIdleWalFiles } from './open-file.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import { LayerTable, type Layer } from './layers.ts'
@@ -467,6 +468,34 @@ export class BlockStore {
     return result
   }
 
+  /** How many segments the full-text index has: each term lookup seeks every one (see `lib/store/fts-upkeep.ts`). */
+  ftsSegments(): number {
+    this.assertOpen()
+    return ftsSegments(this.db)
+  }
+
+  /**
+   * One bounded merge slice of the full-text index in its own transaction (`mergeSlice`), across
+   * all levels unless `scope: 'levels'`: `wait: false` reports `busy` instead of waiting for
+   * another process's write lock.
+   */
+  upkeepSlice(options: { pages?: number, wait?: boolean, scope?: MergeScope } = {}): SliceOutcome {
+    this.assertOpen()
+    return mergeSlice(this.db, this.busyTimeoutMs, options.pages, options.wait ?? true, options.scope)
+  }
+
+  /** Which merge the index's segments are worth, if any (`mergeDue`, lib/store/fts-upkeep.ts). */
+  mergeDue(levelsDone: boolean): MergeScope | undefined {
+    this.assertOpen()
+    return mergeDue(this.db, levelsDone)
+  }
+
+  /** Merges the full-text index into one segment in short transactions (`stablemem upkeep`, the end of an import); see `mergeIndex`. */
+  upkeep(): UpkeepResult {
+    this.assertOpen()
+    return mergeIndex(this.db, this.busyTimeoutMs)
+  }
+
   /** True when `forget` deleted this id and it has not been stored again. */
   isForgotten(id: string): boolean {
     return this.stmt('tombstone', 'SELECT 1 AS x FROM tombstones WHERE id = ?').get(id) !== undefined && !this.get(id)
@@ -488,6 +517,7 @@ export class BlockStore {
       path: this.path,
       fileBytes: this.fileBytes(),
       lastWriteAt: counts.last_write === null ? null : Number(counts.last_write),
+      ftsSegments: ftsSegments(this.db),
     }
   }
 

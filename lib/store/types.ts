@@ -77,4 +77,6 @@ export interface StoreStats {
   path: string
   fileBytes: number
   lastWriteAt: number | null
+  /** Segments of the full-text index; a query seeks each, so upkeep merges them (docs/recall.md, "Index upkeep"). */
+  ftsSegments: number
 }

@@ -14,6 +14,7 @@ import t, { type Test } from 'tap'
 import { blockId } from '../../lib/store/block-id.ts'
 import { indexDeletion } from '../../lib/store/forget.ts'
 import { indexColumns } from '../../lib/store/fts-columns.ts'
+import { ftsStructure } from '../../lib/store/fts-structure.ts'
 import { MIGRATIONS, migrate } from '../../lib/store/schema.ts'
 import type { BlockStore as BlockStoreType } from '../../lib/store/store.ts'
 import { BlockStore } from '../../lib/store/store.ts'
@@ -65,6 +66,42 @@ const fewAtATime: Forgetting = (store, { en, zh, newer }) => {
 const rewriteThenOne: Forgetting = (store, { en, zh, newer, fillers }) => {
   store.forget([en, newer, ...fillers.slice(0, 300)])
   store.forget(zh)
+}
+
+/** Levels of the index that a merge under way is reading, read on a connection of its own. */
+function mergingLevels(path: string): number {
+  const db = new DatabaseSync(path, { readOnly: true })
+  try {
+    return ftsStructure(db, 'blocks_fts').levels.filter((l) => l.merging > 0).length
+  } finally {
+    db.close()
+  }
+}
+
+/** Whether a merge of the index was under way at each forget of `duringUpkeep`. */
+const mergingAtForget: boolean[] = []
+
+/**
+ * Forgets in the middle of index upkeep (lib/store/fts-upkeep.ts): one-page slices start a merge,
+ * the secrets are forgotten while it is under way, and the merge then finishes (it must not bring
+ * any entry back from the segments it reads).
+ */
+const duringUpkeep: Forgetting = (store, { en, zh, newer }) => {
+  for (let i = 0; i < 3; i++) store.upkeepSlice({ pages: 1 })
+  mergingAtForget.push(mergingLevels(store.path) > 0)
+  store.forget(en)
+  store.upkeepSlice({ pages: 1 })
+  mergingAtForget.push(mergingLevels(store.path) > 0)
+  store.forget([zh, newer])
+  store.upkeep()
+}
+
+/** Merges the index first, forgets, and merges again (upkeep before and after forget). */
+const aroundUpkeep: Forgetting = (store, stored) => {
+  store.upkeep()
+  fewAtATime(store, stored)
+  store.commit({ text: 'a note between the forget and the next upkeep' })
+  store.upkeep()
 }
 
 /**
@@ -123,6 +160,22 @@ t.test('a forget large enough to rewrite the index leaves no trace either, nor d
   t.equal(store.matchCount('"filler"'), 500)
   t.equal(store.matchCount('"部署"'), 500)
   t.equal(store.matchCount(CJK_TERMS), 0, 'the index holds none of its bigrams')
+})
+
+t.test('index upkeep brings nothing back: forgetting during a merge under way, or before and after one, leaves no trace', async (t) => {
+  for (const [label, forget] of [['bytes-during-upkeep', duringUpkeep], ['bytes-around-upkeep', aroundUpkeep]] as const) {
+    const { before, open, closed, path } = scenario(BlockStore, label, forget)
+    t.ok(before.length >= 6, `${label}: the scan sees the notes while they are stored (${before.length} hits)`)
+    t.same(open, [], `${label}: nothing found while the store is still open`)
+    t.same(closed, [], `${label}: nothing found after it is closed`)
+    const store = new BlockStore(path)
+    t.same(store.integrityCheck(), ['ok'])
+    t.ok(store.ftsSegments() <= 2, `${label}: merged (${store.ftsSegments()} segments, the note written after)`)
+    t.equal(store.matchCount('"filler"'), 800, `${label}: the other notes are still found`)
+    t.equal(store.matchCount(CJK_TERMS), 0, `${label}: the index holds none of its bigrams`)
+    store.close()
+  }
+  t.same(mergingAtForget, [true, true], 'a merge was under way at both forgets')
 })
 
 t.test('a store written before the index had secure-delete is rebuilt on upgrade and forgets without a trace', async (t) => {
@@ -200,6 +253,11 @@ const enTerm = (f: string) => /^(zorblaxquux|quintessa|e12345678) /.test(f)
 t.test('mutation check: without secure deletion the text is found', async (t) => {
   const found = await mutated(t, { file: 'store/store.ts', from: 'PRAGMA secure_delete = ON;', to: '' })
   t.ok(found.some((f) => f.startsWith(SECRET_ZH) || f.startsWith('护照号码')), `found: ${found.join('; ')}`)
+})
+
+t.test('mutation check: without secure deletion of pages, forgetting during index upkeep leaves the text', async (t) => {
+  const found = await mutated(t, { file: 'store/store.ts', from: 'PRAGMA secure_delete = ON;', to: '' }, duringUpkeep)
+  t.ok(found.length > 0, `the merge's freed pages keep it: ${found.join('; ')}`)
 })
 
 t.test('mutation check: without the index\'s secure-delete option its terms are found', async (t) => {

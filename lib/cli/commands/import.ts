@@ -27,6 +27,7 @@ export const command: Command = {
     'their edges are skipped and counted, so an older export does not bring them back.',
     'Lines must be UTF-8 and at most 16 MiB. If nothing could be imported into a store that did',
     'not exist before, no store file is left behind.',
+    'When it created notes, it ends by merging the full-text index into one segment (`stablemem upkeep`).',
     '',
     '  --secrets <p>        notes holding credentials: refuse (default; stop at the first), allow',
     '                       (store them as exported, e.g. from a `secrets: allow` store) or redact',
@@ -49,13 +50,18 @@ export const command: Command = {
     const read: ReadProgress = { bytesRead: 0 }
     const showProgress = io.stderr.isTTY === true && size >= PROGRESS_MIN_BYTES
     const existed = existsSync(db)
-    const result = await withStore(openForWrite(db), (store) => importJsonl(store, fileLines(file, read), {
-      secrets: secrets as SecretsPolicy,
-      includeForgotten: values['include-forgotten'] === true,
-      onProgress: showProgress
-        ? ({ lines: n }) => io.stderr.write(`\rimporting ${file}: ${n} lines, ${Math.floor((100 * read.bytesRead) / size)}%`)
-        : undefined,
-    }))
+    const result = await withStore(openForWrite(db), async (store) => {
+      const imported = await importJsonl(store, fileLines(file, read), {
+        secrets: secrets as SecretsPolicy,
+        includeForgotten: values['include-forgotten'] === true,
+        onProgress: showProgress
+          ? ({ lines: n }) => io.stderr.write(`\rimporting ${file}: ${n} lines, ${Math.floor((100 * read.bytesRead) / size)}%`)
+          : undefined,
+      })
+      // A bulk write leaves the index in many segments; merged now, the first queries seek one (docs/recall.md, "Index upkeep").
+      if (imported.blocksCreated > 0) store.upkeep()
+      return imported
+    })
     if (showProgress) io.stderr.write('\r\x1b[K')
     // A file that is not an export must not leave an empty store behind in its place.
     const emptyNew = !existed && result.blocksCreated === 0 && result.edgesCreated === 0

@@ -9,7 +9,8 @@ export const command: Command = {
   usage: [
     'Usage: stablemem stats [--by-scope] [--db <path>] [--json]',
     '',
-    'Blocks, edges, file size, schema version and the time of the last write.',
+    'Blocks, edges, file size, schema version, the time of the last write and the segments of the',
+    'full-text index (each query seeks every one; `stablemem upkeep` merges them).',
     '',
     '  --by-scope  notes per scope (global, each workspace, each preset); a note in two scopes counts in both',
     '  --json  one JSON object instead of lines',
@@ -29,6 +30,7 @@ export const command: Command = {
     println(io.stdout, `file size:      ${formatBytes(stats.fileBytes)}`)
     println(io.stdout, `schema version: ${stats.schemaVersion}`)
     println(io.stdout, `last write:     ${stats.lastWriteAt === null ? 'never' : new Date(stats.lastWriteAt).toISOString()}`)
+    println(io.stdout, `index segments: ${stats.ftsSegments}`)
     println(io.stdout, `layers:         ${stats.layers.stable} stable, ${stats.layers.cold} cold (${stats.layers.captured} captured at compaction, ${stats.layers.undistilled} waiting for another try)`)
     println(io.stdout, `last cooling:   ${stats.cooling === null ? 'never' : `${new Date(stats.cooling.lastRunAt).toISOString()} ${stats.cooling.result}`}`)
     if (stats.byScope !== undefined) {

@@ -2,8 +2,8 @@
  * The merge state of an FTS5 index, read from its structure record (the row `id = 10` of
  * `<table>_data`): how many segments sit at each level, how many leaf pages each holds, and
  * whether an incremental merge is under way. A query walks every segment a term has postings in,
- * so a store measured at scale is only representative if its index is in the state commits leave
- * it in; the scale benchmarks report this beside their timings (docs/benchmarks.md, "Scale").
+ * so the segment count is what index upkeep (`lib/store/fts-upkeep.ts`) keeps low, what `stats()`
+ * reports, and what the scale benchmarks print beside their timings (docs/benchmarks.md, "Scale").
  */
 import type { DatabaseSync } from 'node:sqlite'
 

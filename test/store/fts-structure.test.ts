@@ -8,7 +8,7 @@ import t from 'tap'
 import { DatabaseSync } from 'node:sqlite'
 import { checkPrefix } from '../../bench/corpus-prefix.ts'
 import { corpus } from '../../bench/corpus.ts'
-import { decodeFtsStructure, ftsStructure } from '../../bench/fts-structure.ts'
+import { decodeFtsStructure, ftsStructure } from '../../lib/store/fts-structure.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { tempDir } from '../helpers/temp.ts'
 
