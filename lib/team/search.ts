@@ -251,11 +251,23 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
   return { hits, heldSymbols, supersededLocal }
 }
 
-/** `done`'s value, or nothing once `deadline` (a `performance.now()` time) passed. */
-async function untilLate(done: PromiseLike<readonly string[]>, deadline: number): Promise<readonly string[]> {
+/**
+ * `done`'s value, or nothing once `deadline` (a `performance.now()` time) has passed — not before:
+ * a timer counts whole milliseconds of the event loop's time, so it fires up to a millisecond
+ * before a `performance.now()` deadline (the recall would then carry on past its budget without
+ * the local ids, instead of stopping); it is armed again for what is left.
+ */
+export async function untilLate(done: PromiseLike<readonly string[]>, deadline: number): Promise<readonly string[]> {
   if (deadline === Infinity) return await done
   let timer: NodeJS.Timeout | undefined
-  const late = new Promise<readonly string[]>((resolve) => { timer = setTimeout(() => resolve([]), Math.max(0, deadline - performance.now())) })
+  const late = new Promise<readonly string[]>((resolve) => {
+    const wait = () => {
+      const left = deadline - performance.now()
+      if (left <= 0) resolve([])
+      else timer = setTimeout(wait, Math.ceil(left))
+    }
+    wait()
+  })
   try {
     return await Promise.race([done, late])
   } finally {

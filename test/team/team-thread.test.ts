@@ -25,7 +25,7 @@ import { TeamRecallThread } from '../../lib/team/recall-thread.ts'
 import { TeamLayer } from '../../lib/team/layer.ts'
 import { mergeTeamHits } from '../../lib/team/merge.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
-import { SUPERSEDED_SET, teamRecall, type LocalIds } from '../../lib/team/search.ts'
+import { SUPERSEDED_SET, teamRecall, untilLate, type LocalIds } from '../../lib/team/search.ts'
 import { shareNotes } from '../../lib/team/write.ts'
 import { blockId } from '../../lib/store/block-id.ts'
 import { BlockStore } from '../../lib/store/store.ts'
@@ -227,4 +227,23 @@ t.test('a thread that dies fails its pending recall; the next recall starts anot
   t.teardown(() => m.remove())
   const mutated = await run((await m.load<typeof import('../../lib/team/recall-thread.ts')>('team/recall-thread.ts')).TeamRecallThread)
   t.same(mutated.next, { hung: true }, 'the next recall went to the dead thread')
+})
+
+t.test('the wait for the local ids ends at its deadline, not before. Mutation: one timer, which counts whole milliseconds of the loop\'s time, ends it early', async (t) => {
+  const never = new Promise<readonly string[]>(() => {})
+  /** How many of 50 short waits, each with a deadline a fraction of a millisecond past whole ones, ended before it. */
+  const earlyWaits = async (wait: typeof untilLate) => {
+    let early = 0
+    for (let i = 0; i < 50; i++) {
+      const deadline = performance.now() + 2.95
+      await wait(never, deadline)
+      if (performance.now() < deadline) early++
+    }
+    return early
+  }
+  t.equal(await earlyWaits(untilLate), 0, 'no wait ended before its deadline')
+  const m = mutant({ file: 'team/search.ts', from: 'else timer = setTimeout(wait, Math.ceil(left))\n    }\n    wait()', to: '}\n    timer = setTimeout(() => resolve([]), Math.max(0, deadline - performance.now()))' })
+  t.teardown(() => m.remove())
+  const early = await earlyWaits((await m.load<typeof import('../../lib/team/search.ts')>('team/search.ts')).untilLate)
+  t.ok(early > 0, `with one timer, ${early} of 50 waits ended before their deadline`)
 })
