@@ -51,7 +51,8 @@ import { UPKEEP_DUE_SEGMENTS } from '../lib/store/fts-upkeep.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { canonicalText, scrubQuery } from '../lib/text/normalize.ts'
-import { SCALE_QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
+import { jsonWanted, kindsFlag, progressLog, wholeFlag } from './args.ts'
+import { SCALE_QUERY_KINDS, corpus } from './corpus.ts'
 import { measurePreStep } from './prestep.ts'
 import { measureSceneCost } from './scene-cost.ts'
 import { cpuMs, nowMs, percentile, round, summary, tail } from './stats.ts'
@@ -75,30 +76,19 @@ const { values: args } = parseArgs({
     kinds: { type: 'string', default: SCALE_QUERY_KINDS.join(',') },
   },
 })
-const N = positive('blocks')
-const SEED = positive('seed')
-const QUERIES = positive('queries')
-const TURNS = positive('turns')
-const SINGLE = Math.min(N, positive('single'))
-const BATCH = positive('batch')
-const WORKSPACES = Number(args.workspaces)
-if (!Number.isInteger(WORKSPACES) || WORKSPACES < 0) throw new Error(`--workspaces must be a whole number, got ${String(args.workspaces)}`)
+const JSON_OUT = jsonWanted(args.json)
+const N = wholeFlag('blocks', args.blocks)
+const SEED = wholeFlag('seed', args.seed)
+const QUERIES = wholeFlag('queries', args.queries)
+const TURNS = wholeFlag('turns', args.turns)
+const SINGLE = Math.min(N, wholeFlag('single', args.single))
+const BATCH = wholeFlag('batch', args.batch)
+const WORKSPACES = wholeFlag('workspaces', args.workspaces, 0)
+const SCENE_COUNT = wholeFlag('scene-count', args['scene-count'], 0)
+const SCENE_REFS = wholeFlag('scene-refs', args['scene-refs'], 0)
 const WARMUP = 20
-const KINDS = args.kinds.split(',').map((k) => {
-  if (!(SCALE_QUERY_KINDS as readonly string[]).includes(k)) throw new Error(`--kinds: unknown kind ${k} (known: ${SCALE_QUERY_KINDS.join(', ')})`)
-  return k as QueryKind
-})
-
-function positive(name: keyof typeof args): number {
-  const value = Number(args[name])
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got ${String(args[name])}`)
-  return value
-}
-
-function log(line: string): void {
-  if (!args.json) console.log(line)
-  else console.error(line)
-}
+const KINDS = kindsFlag(args.kinds)
+const log = progressLog(JSON_OUT)
 
 const started = nowMs()
 const startedCpu = process.cpuUsage()
@@ -462,8 +452,7 @@ if (WORKSPACES > 0) {
 }
 
 // 6. Scene cost (bench/scene-cost.ts): resolving a turn's scene and its card at many scenes; --scene-count 0 skips.
-const sceneCount = Number(args['scene-count'])
-const sceneCost = sceneCount > 0 ? await measureSceneCost({ scenes: sceneCount, refs: Number(args['scene-refs']), samples: QUERIES, log }) : undefined
+const sceneCost = SCENE_COUNT > 0 ? await measureSceneCost({ scenes: SCENE_COUNT, refs: SCENE_REFS, samples: QUERIES, log }) : undefined
 
 const rssMb = process.resourceUsage().maxRSS / 1024
 log(`peak RSS ${rssMb.toFixed(0)} MB`)
@@ -507,4 +496,4 @@ const result = {
   ...(sceneCost === undefined ? {} : { scene_cost: sceneCost }),
   ...(WORKSPACES > 0 ? { scopes: { workspaces: WORKSPACES, recall: scoped, single_scope: single, ratio_p99_max: round(Math.max(...scopedRatios), 2) } } : {}),
 }
-if (args.json) console.log(JSON.stringify(result))
+if (JSON_OUT) console.log(JSON.stringify(result))

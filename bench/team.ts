@@ -47,6 +47,7 @@ import { grantTeam, migrateTeamSchema } from '../lib/team/schema.ts'
 import { teamRecall } from '../lib/team/search.ts'
 import { shareNotes } from '../lib/team/write.ts'
 import { startPostgres } from '../test/helpers/postgres.ts'
+import { jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { QUERY_KINDS, corpus } from './corpus.ts'
 import { readEvalSet } from './recall/eval-set.ts'
 import { parity } from './team/parity.ts'
@@ -56,12 +57,13 @@ const { values: args } = parseArgs({ options: {
   parity: { type: 'boolean', default: false }, explain: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, seed: { type: 'string', default: '7' },
   cache: { type: 'string' }, budget: { type: 'string', default: '60' },
 } })
-const N = Number(args.notes)
-const Q = Number(args.queries)
-const WRITES = Number(args.writes)
-const SEED = Number(args.seed)
-const BUDGET_MS = Number(args.budget)
-const log = (line: string) => (args.json ? console.error : console.log)(line)
+const JSON_OUT = jsonWanted(args.json)
+const N = wholeFlag('notes', args.notes)
+const Q = wholeFlag('queries', args.queries)
+const WRITES = wholeFlag('writes', args.writes, 0)
+const SEED = wholeFlag('seed', args.seed, 0)
+const BUDGET_MS = wholeFlag('budget', args.budget)
+const log = progressLog(JSON_OUT)
 const config = resolveConfig({})
 const TOP_K = config.topK
 
