@@ -92,7 +92,7 @@ export function registerIndexUpkeep(ctx: Context, service: () => StableMem, timi
             merging = 'all'
           } else {
             merging = undefined
-            logger.info('full-text index tidied: %d segment(s) left after %d slices', memory.ftsSegments() ?? 0, slices)
+            logger.debug('full-text index tidied: %d segment(s) left after %d slices', memory.ftsSegments() ?? 0, slices)
             return { slices, stop: 'merged' }
           }
         }

@@ -2,7 +2,8 @@
  * The host's idle index upkeep (lib/plugin/index-upkeep.ts) in the real agent loop with a scripted
  * model: while a turn is in flight no slice runs; once the turns are over and the store quiet, the
  * index is merged into one segment; an index with few segments is left alone until writes push it
- * to the threshold again. Mutation check: without the "not during a turn" guard a slice runs mid-turn.
+ * to the threshold again; one run at a time. Mutation checks: without the "not during a turn" guard
+ * a slice runs mid-turn; without the single-flight guard a second run merges beside the first.
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { GenerateOptions, StreamChunk } from '@deepseek-ai/dsh-llm'
@@ -44,6 +45,18 @@ async function setup(path: string, register: (ctx: Context, service: () => Conte
   /** Resolves once the model was asked (the turn is in flight, waiting for its answer). */
   const asking = async () => { while (asked === 0) await new Promise((resolve) => setTimeout(resolve, 5)) }
   return { h, upkeep: () => upkeep, release, asking }
+}
+
+/** A store of several thousand notes written in batches, then single commits up to the threshold: merging it takes several slices. */
+function largeSegmentedStore(label: string): string {
+  const path = tempStorePath(label)
+  const store = new BlockStore(path)
+  for (let b = 0; b < 12; b++) {
+    store.commitMany(Array.from({ length: 400 }, (_, i) => ({ text: `batch ${b} note ${i}: host h${b * 400 + i} serves ${['billing', 'search', 'mail', 'queue'][i % 4]} on port ${20000 + b * 400 + i}，部署在机房${i % 7}` })))
+  }
+  for (let i = 0; store.ftsSegments() < UPKEEP_DUE_SEGMENTS; i++) store.commit({ text: `single note ${i}: cache c${i} evicts after ${i * 7} s` })
+  store.close()
+  return path
 }
 
 const segments = (h: Harness) => h.ctx.stablemem.ftsSegments() ?? -1
@@ -130,4 +143,24 @@ t.test('mutation check: without the turn guard a slice runs mid-turn', async (t)
   t.ok(during.slices > 0, `and ran ${during.slices} slice(s) during it`)
   release()
   await agent.whenIdle()
+})
+
+t.test('one run at a time: a second run while the first yields between slices does nothing. Mutation: without the guard both merge', async (t) => {
+  /** Two runs started together on a store due for upkeep: what each did. */
+  const twoRuns = async (register: typeof registerIndexUpkeep, label: string) => {
+    const { h, upkeep } = await setup(largeSegmentedStore(label), register)
+    t.teardown(() => h.dispose())
+    const [first, second] = await Promise.all([upkeep().run(), upkeep().run()])
+    return { first, second, segments: segments(h) }
+  }
+  const real = await twoRuns(registerIndexUpkeep, 'host-upkeep-once')
+  t.equal(real.first.stop, 'merged')
+  t.ok(real.first.slices > 1, `the first run yielded between ${real.first.slices} slices`)
+  t.same(real.second, { slices: 0, stop: 'running' }, 'the second run saw the first one running')
+  t.equal(real.segments, 1)
+  const m = mutant({ file: 'plugin/index-upkeep.ts', from: "if (running) return { slices: 0, stop: 'running' }", to: '' })
+  t.teardown(() => m.remove())
+  const { registerIndexUpkeep: mutated } = await m.load<typeof import('../../lib/plugin/index-upkeep.ts')>('plugin/index-upkeep.ts')
+  const both = await twoRuns(mutated, 'host-upkeep-twice')
+  t.not(both.second.stop, 'running', 'without the guard the second run does not wait its turn')
 })
