@@ -1,10 +1,11 @@
 /**
- * `npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity] [--explain] [--cache DIR] [--budget 60] [--json]`
+ * `npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity] [--explain] [--cache DIR] [--budget 60] [--as-built] [--json]`
  *
  * The shared team layer on a private PostgreSQL server on loopback (started and stopped here,
  * as the tests do), against the local path in the same run:
  * 1. `--notes` seeded notes (bench/corpus.ts) shared into one namespace (batches of 500) and
- *    committed into a local SQLite store (`commitMany`).
+ *    committed into a local SQLite store (`commitMany`), whose full-text index is then merged as
+ *    the host's idle upkeep keeps it (`--as-built`: left with the segments the commits made).
  * 2. Per query kind, alternating: shared recall (`teamRecall`, warm connection), local recall
  *    (`recallBlocksHybrid`, as the service calls it), and the merged per-turn recall as the
  *    service runs it (team asked first within `team.budgetMs` — `--budget`, default 60: under load
@@ -55,7 +56,7 @@ import { parity } from './team/parity.ts'
 const { values: args } = parseArgs({ options: {
   notes: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' }, writes: { type: 'string', default: '250' },
   parity: { type: 'boolean', default: false }, explain: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, seed: { type: 'string', default: '7' },
-  cache: { type: 'string' }, budget: { type: 'string', default: '60' },
+  cache: { type: 'string' }, budget: { type: 'string', default: '60' }, 'as-built': { type: 'boolean', default: false },
 } })
 const JSON_OUT = jsonWanted(args.json)
 const N = wholeFlag('notes', args.notes)
@@ -169,6 +170,11 @@ try {
       store.commitMany(notes)
     }
   })
+  // The local store as the host keeps it when idle: its full-text index merged (lib/plugin/index-upkeep.ts).
+  // `--as-built` keeps the segments the commits left (on a fresh fill; a cached store stays as a run left it).
+  const upkept = args['as-built'] ? undefined : store.upkeep()
+  result.localSegments = upkept === undefined ? { asBuilt: store.ftsSegments() } : { before: upkept.segmentsBefore, after: upkept.segmentsAfter }
+  if (upkept !== undefined && upkept.slices > 0) log(`local index upkeep: ${upkept.segmentsBefore} → ${upkept.segmentsAfter} segments in ${upkept.slices} slices, ${upkept.ms.toFixed(0)} ms`)
   if (args.cache !== undefined) writeFileSync(filledMark, filledAs)
   if (!cached) result.fill = { teamNotesPerS: Math.round(N / (fill.wall / 1000)), localNotesPerS: Math.round(N / (localFill.wall / 1000)) }
   if (!cached) log(`fill: team ${N} notes in ${(fill.wall / 1000).toFixed(1)} s; local in ${(localFill.wall / 1000).toFixed(1)} s`)
