@@ -3,6 +3,7 @@
  * postgres.ts`), a database created and migrated by the superuser, and team roles with their own
  * passwords and namespaces, as an administrator would set them up (docs/team.md).
  */
+import pg from 'pg'
 import { startPostgres, type PgServer } from '../helpers/postgres.ts'
 import { grantTeam, migrateTeamSchema } from '../../lib/team/schema.ts'
 import { noteTokens, termFrequencies } from '../../lib/team/terms.ts'
@@ -21,6 +22,8 @@ export interface TeamDb {
   server: PgServer
   database: string
   role(role: string, namespace: string): Promise<TeamRole>
+  /** A client logged in as `as` (on the team database unless another is named); the caller ends it. */
+  connect(as: TeamRole, database?: string): Promise<pg.Client>
   stop(): Promise<void>
 }
 
@@ -54,6 +57,11 @@ export async function startTeamDb(database = 'team'): Promise<TeamDb> {
         role, password, namespace, env,
         config: (member, extra = {}) => ({ url: server.url(database, role), namespace, member, passwordEnv: env, ...extra }),
       }
+    },
+    async connect(as, other = database) {
+      const client = new pg.Client({ host: '127.0.0.1', port: server.port, user: as.role, password: as.password, database: other })
+      await client.connect()
+      return client
     },
     stop: () => server.stop(),
   }

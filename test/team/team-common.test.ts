@@ -9,7 +9,7 @@
  * first) loses every note holding only 服务.
  */
 import t from 'tap'
-import pg from 'pg'
+import type pg from 'pg'
 import { CANDIDATES, recallBlocks, SEARCH_POSTINGS } from '../../lib/recall/recall.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { teamRecall } from '../../lib/team/search.ts'
@@ -29,8 +29,7 @@ const SYMBOL = 'billing 服务的端口是 8499'
 const QUERY = '服务 8499 是哪个'
 
 async function connect(): Promise<pg.Client> {
-  const client = new pg.Client({ host: '127.0.0.1', port: db.server.port, user: role.role, password: role.password, database: db.database })
-  await client.connect()
+  const client = await db.connect(role)
   t.teardown(() => client.end())
   return client
 }

@@ -8,7 +8,7 @@
  * delete the forgotten notes' postings stay behind.
  */
 import t from 'tap'
-import pg from 'pg'
+import type pg from 'pg'
 import { forgetShared } from '../../lib/team/forget.ts'
 import { teamRecall } from '../../lib/team/search.ts'
 import { shareNotes, type SharedNoteInput } from '../../lib/team/write.ts'
@@ -25,11 +25,7 @@ t.before(async () => {
 })
 t.teardown(() => db?.stop())
 
-async function as(role: TeamRole): Promise<pg.Client> {
-  const client = new pg.Client({ host: '127.0.0.1', port: db.server.port, user: role.role, password: role.password, database: db.database })
-  await client.connect()
-  return client
-}
+const as = (role: TeamRole): Promise<pg.Client> => db.connect(role)
 
 const DAY = 86_400_000
 const T0 = Date.parse('2026-03-01T00:00:00Z')

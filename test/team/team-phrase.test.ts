@@ -7,7 +7,7 @@
  * tokens in another order are taken for holders, and an absent symbol no longer abstains.
  */
 import t from 'tap'
-import pg from 'pg'
+import type pg from 'pg'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { teamRecall } from '../../lib/team/search.ts'
@@ -37,8 +37,7 @@ const QUERIES = ['10.3.7.9 上跑的是什么', 'what is 10.3.9.7 used for?', 'v
   'which box has 0.0.0.0', '10.0.0.2 是哪台', 'what is 10.7.3.99 used for?', 'what is 10.9.3.7 used for?', 'v9.9.9 changelog']
 
 async function connect(): Promise<pg.Client> {
-  const client = new pg.Client({ host: '127.0.0.1', port: db.server.port, user: role.role, password: role.password, database: db.database })
-  await client.connect()
+  const client = await db.connect(role)
   t.teardown(() => client.end())
   return client
 }

@@ -7,7 +7,7 @@
  * shared note takes it out of the statistics.
  */
 import t from 'tap'
-import pg from 'pg'
+import type pg from 'pg'
 import { BlockStore } from '../../lib/store/store.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { teamRecall } from '../../lib/team/search.ts'
@@ -26,11 +26,7 @@ t.before(async () => {
 })
 t.teardown(() => db?.stop())
 
-async function as(role: TeamRole, database = db.database): Promise<pg.Client> {
-  const client = new pg.Client({ host: '127.0.0.1', port: db.server.port, user: role.role, password: role.password, database })
-  await client.connect()
-  return client
-}
+const as = (role: TeamRole, database = db.database): Promise<pg.Client> => db.connect(role, database)
 
 const share = (client: pg.Client, namespace: string, text: string) => shareNotes(client, [{ text }], { namespace, member: 'm', secrets: 'redact', maxBlockChars: 32_768 })
 

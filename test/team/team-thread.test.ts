@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import pg from 'pg'
+import type pg from 'pg'
 import { recallPoolConfig, RECALL_IDLE_MS, teamPoolConfig } from '../../lib/team/connection.ts'
 import { TeamRecallThread } from '../../lib/team/recall-thread.ts'
 import { TeamLayer } from '../../lib/team/layer.ts'
@@ -44,8 +44,7 @@ t.teardown(() => store.close())
 let localId = ''
 
 const connect = async (as: TeamRole = role): Promise<pg.Client> => {
-  const c = new pg.Client({ host: '127.0.0.1', port: db.server.port, user: as.role, password: as.password, database: db.database })
-  await c.connect()
+  const c = await db.connect(as)
   t.teardown(() => c.end())
   return c
 }
