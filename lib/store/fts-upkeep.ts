@@ -21,6 +21,7 @@ import type { DatabaseSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { isBusy } from './failure.ts'
 import { ftsStructure } from './fts-structure.ts'
+import { withoutFsync, withoutWaiting } from './pragmas.ts'
 
 /**
  * Leaf pages one slice writes (FTS5 finishes the term it is in, so a very common term's postings
@@ -82,9 +83,7 @@ export function ftsSegments(db: DatabaseSync): number {
 export function mergeSlice(db: DatabaseSync, busyTimeoutMs: number, pages = SLICE_PAGES, wait = true, scope: MergeScope = 'all'): SliceOutcome {
   if (db.isTransaction) throw new StableMemError('invalid_input', 'index upkeep runs in transactions of its own, not inside an open one')
   if (!Number.isSafeInteger(pages) || pages < 1) throw new StableMemError('invalid_input', `pages must be a positive integer, not ${String(pages)}`)
-  if (!wait) db.exec('PRAGMA busy_timeout = 0')
-  db.exec('PRAGMA synchronous = NORMAL')
-  try {
+  const slice = (): SliceOutcome => withoutFsync(db, () => {
     db.exec('BEGIN IMMEDIATE')
     try {
       const before = totalChanges(db)
@@ -97,12 +96,13 @@ export function mergeSlice(db: DatabaseSync, busyTimeoutMs: number, pages = SLIC
       if (db.isTransaction) db.exec('ROLLBACK')
       throw error
     }
+  })
+  if (wait) return slice()
+  try {
+    return withoutWaiting(db, busyTimeoutMs, slice)
   } catch (error) {
-    if (!wait && isBusy(error)) return 'busy'
+    if (isBusy(error)) return 'busy'
     throw error
-  } finally {
-    db.exec('PRAGMA synchronous = FULL')
-    if (!wait) db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
   }
 }
 

@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url'
 import { DatabaseSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { isBusy } from './failure.ts'
+import { withoutWaiting } from './pragmas.ts'
 import { SCHEMA_VERSION, schemaVersion } from './schema.ts'
 
 /** Pause between attempts to switch a new file to WAL while another process is switching it. */
@@ -71,19 +72,18 @@ export function probe(db: DatabaseSync, busyTimeoutMs: number, write: boolean): 
 }
 
 function probeWrite(db: DatabaseSync, busyTimeoutMs: number): void {
-  db.exec('PRAGMA busy_timeout = 0')
   try {
-    db.exec('BEGIN IMMEDIATE')
-    try {
-      db.exec(`PRAGMA user_version = ${schemaVersion(db)}`)
-    } finally {
-      db.exec('ROLLBACK')
-    }
+    withoutWaiting(db, busyTimeoutMs, () => {
+      db.exec('BEGIN IMMEDIATE')
+      try {
+        db.exec(`PRAGMA user_version = ${schemaVersion(db)}`)
+      } finally {
+        db.exec('ROLLBACK')
+      }
+    })
   } catch (error) {
     // Another process holds the write lock: the file is writable, and opening must not wait for it.
     if (!isBusy(error)) throw error
-  } finally {
-    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
   }
 }
 

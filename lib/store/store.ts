@@ -15,6 +15,7 @@ import { checkCount, checkTime } from './import-numbers.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
 import { ftsSegments, mergeDue, mergeIndex, mergeSlice, type MergeScope, type SliceOutcome, type UpkeepResult } from './fts-upkeep.ts'
 import { enterWalMode, openFile, probe, refuseForeign, removeIdleWalFiles } from './open-file.ts'
+import { withoutFsync, withoutWaiting } from './pragmas.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
 import { LayerTable, type Layer } from './layers.ts'
 import { adopt, exists, mark, restore, type ChainAccess } from './supersede.ts'
@@ -378,15 +379,12 @@ export class BlockStore {
    */
   tryWriteAccess(counts: ReadonlyMap<string, { count: number, at: number }>): boolean {
     if (counts.size === 0) return true
-    this.db.exec('PRAGMA busy_timeout = 0')
     try {
-      this.writeAccess(counts)
+      withoutWaiting(this.db, this.busyTimeoutMs, () => { this.writeAccess(counts) })
       return true
     } catch (error) {
       if (isBusy(error)) return false
       throw error
-    } finally {
-      this.db.exec(`PRAGMA busy_timeout = ${this.busyTimeoutMs}`)
     }
   }
 
@@ -394,13 +392,7 @@ export class BlockStore {
   private writeAccess(counts: ReadonlyMap<string, { count: number, at: number }>): void {
     const touch = this.stmt('touch', `UPDATE blocks SET access_count = access_count + ?1,
       last_access_at = CASE WHEN last_access_at IS NULL OR last_access_at < ?2 THEN ?2 ELSE last_access_at END WHERE id = ?3`)
-    const wal = this.path !== ':memory:'
-    if (wal) this.db.exec('PRAGMA synchronous = NORMAL')
-    try {
-      this.transaction(() => { for (const [id, { count, at }] of counts) touch.run(count, at, id) })
-    } finally {
-      if (wal) this.db.exec('PRAGMA synchronous = FULL')
-    }
+    withoutFsync(this.db, () => this.transaction(() => { for (const [id, { count, at }] of counts) touch.run(count, at, id) }))
   }
 
   /**

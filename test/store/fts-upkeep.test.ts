@@ -151,7 +151,7 @@ t.test('the host\'s slice (wait: false) reports busy at once while another conne
 })
 
 t.test('mutation check: without the zero busy timeout the host\'s slice waits for the lock', async (t) => {
-  const m = mutant({ file: 'store/fts-upkeep.ts', from: "if (!wait) db.exec('PRAGMA busy_timeout = 0')", to: '' })
+  const m = mutant({ file: 'store/fts-upkeep.ts', from: 'return withoutWaiting(db, busyTimeoutMs, slice)', to: 'return slice()' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
   const path = tempStorePath('upkeep-busy-mutant')
