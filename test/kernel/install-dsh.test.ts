@@ -25,6 +25,23 @@ t.test('the shipped install pins dsh 0.1.0-rc.8, the HMR plugin 1.0.16, Node 24 
   t.equal(locked.packages['node_modules/@deepseek-ai/dsh']!.version, '0.1.0-rc.8')
 })
 
+/**
+ * npm 11.19 runs no dependency's install scripts unless `allowScripts` names it. Both installs
+ * approve every package of their lock that has one, as npm ran them before: Node 24 and pnpm set
+ * up for the platform, node-pty built where no prebuilt binary fits and its helper made
+ * executable (dsh's postinstall). A lock that gains such a package fails here until it is reviewed.
+ */
+t.test('every package of each lock with an install script is approved in its manifest (allowScripts)', async (t) => {
+  const own = { manifest: readFileSync(new URL('../../package.json', import.meta.url), 'utf8'), lock: readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8') }
+  for (const [name, { manifest, lock }] of [['the shipped dsh install', shippedInstall()], ['this package', own]] as const) {
+    const approved = (JSON.parse(manifest) as { allowScripts?: Record<string, boolean> }).allowScripts ?? {}
+    const locked = JSON.parse(lock) as { packages: Record<string, { hasInstallScript?: boolean }> }
+    const scripted = Object.entries(locked.packages).filter(([, p]) => p.hasInstallScript === true).map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length))
+    t.ok(scripted.length > 0, `${name}: its lock lists packages with install scripts`)
+    t.same(scripted.filter((p) => approved[p] !== true), [], `${name}: approved`)
+  }
+})
+
 t.test('a prefix that is a file, or a folder holding something else, is refused with one line (exit 2)', async (t) => {
   const dir = tempDir('stablemem-prefix')
   const file = join(dir, 'file')
