@@ -1,5 +1,5 @@
 /**
- * `npm run bench:duplicates -- [--data ../shared/eval] [--json]`
+ * `npm run bench:duplicates -- [--data DIR] [--json]` (DIR: the eval sets, found beside the checkout when not given)
  *
  * Measures near-duplicate rules on the public eval corpora (read from `--data`, never copied):
  * the rule commit uses (`key`: equal `nearKey`, lib/text/near-key.ts) against the alternative the
@@ -22,9 +22,11 @@ import { CJK_CHAR } from '../lib/text/cjk.ts'
 import { nearKey, nearTokens } from '../lib/text/near-key.ts'
 import { canonicalText } from '../lib/text/normalize.ts'
 import { jsonWanted, progressLog } from './args.ts'
+import { evalRoot } from './recall/eval-set.ts'
 import { round } from './stats.ts'
 
-const { values: args } = parseArgs({ options: { data: { type: 'string', default: '../shared/eval' }, json: { type: 'boolean', default: false } } })
+const { values: args } = parseArgs({ options: { data: { type: 'string' }, json: { type: 'boolean', default: false } } })
+const EVAL = evalRoot(args.data, '--data')
 const asJson = jsonWanted(args.json)
 const SETS = ['locomo-en-dev', 'madial-zh-dev', 'cmrc2018-zh-chunk-dev']
 const THETAS = [0.9, 0.8]
@@ -98,7 +100,7 @@ function changedWord(text: string, vocab: readonly string[], i: number): string 
 
 const report: Record<string, Record<string, unknown>> = {}
 for (const set of SETS) {
-  const texts = [...new Set(readFileSync(join(args.data, set, 'corpus.jsonl'), 'utf8').split('\n').filter((l) => l.trim() !== '')
+  const texts = [...new Set(readFileSync(join(EVAL, set, 'corpus.jsonl'), 'utf8').split('\n').filter((l) => l.trim() !== '')
     .map((l) => canonicalText(String((JSON.parse(l) as { text: string }).text))))]
   const vocab = [...new Set(texts.flatMap((t) => t.match(/[A-Za-z]{4,}/g) ?? []))]
   report[set] = {}

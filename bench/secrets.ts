@@ -3,7 +3,7 @@
  *
  * What the credential detector (`lib/secrets.ts`) costs and what it masks by mistake:
  *
- * 1. False positives: every note of the three eval corpora (`../shared/eval/*`, real text with
+ * 1. False positives: every note of the three eval corpora (`--eval`, else `shared/eval` beside the checkout; real text with
  *    no credentials in it) goes through `redactSecrets`; a note it changes is a false positive.
  *    `scanned` counts the notes that passed the prefilter, so the shapes they name ran on them.
  *    Each is listed by set, id and kind (never by text: the corpora are third-party data).
@@ -16,24 +16,24 @@
  * The last line is one JSON object (with `--json` the only line).
  */
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { redactSecrets } from '../lib/secrets.ts'
 import { TRIGGERS } from '../lib/secrets/shapes.ts'
 import { jsonWanted, wholeFlag } from './args.ts'
-import { readEvalSet } from './recall/eval-set.ts'
+import { evalRoot, readEvalSet } from './recall/eval-set.ts'
 import { HOSTILE_FRAGMENTS, hostileText } from './secrets/hostile.ts'
 import { nowMs, percentile, round } from './stats.ts'
 
 const { values: args } = parseArgs({
   options: {
-    eval: { type: 'string', default: '../shared/eval' },
+    eval: { type: 'string' },
     repeat: { type: 'string', default: '5' },
     json: { type: 'boolean', default: false },
   },
 })
 const asJson = jsonWanted(args.json)
+const EVAL = evalRoot(args.eval, '--eval')
 const SETS = ['madial-zh-dev', 'locomo-en-dev', 'cmrc2018-zh-chunk-dev']
 const repeat = wholeFlag('repeat', args.repeat)
 
@@ -51,8 +51,7 @@ const falsePositives: Array<{ set: string, id: string, kinds: string[] }> = []
 const perSet: Record<string, { notes: number, scanned: number, changed: number, share_pct: number }> = {}
 const allTexts: string[] = []
 for (const name of SETS) {
-  const dir = join(args.eval, name)
-  if (!existsSync(dir)) throw new Error(`no eval set at ${dir} (pass --eval <dir>)`)
+  const dir = join(EVAL, name)
   const set = readEvalSet(dir)
   let changed = 0
   let scanned = 0

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity] [--explain] [--cache DIR] [--budget 60] [--as-built] [--json]`
+ * `npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity [--eval DIR]] [--explain] [--cache DIR] [--budget 60] [--as-built] [--json]`
  *
  * The shared team layer on a private PostgreSQL server on loopback (started and stopped here,
  * as the tests do), against the local path in the same run:
@@ -24,8 +24,8 @@
  * With `--explain`, the server plans of each recall statement for the first query of every kind:
  *    `EXPLAIN (ANALYZE, BUFFERS)` of the generic plan (as a named prepared statement runs after
  *    its fifth call), to stderr.
- * 4. With `--parity`: R@5 of the eval sets (../shared/eval) shared into the team layer vs the
- *    SQLite path (bench/team/parity.ts), global and scoped (each scope a namespace of its own).
+ * 4. With `--parity`: R@5 of the eval sets (`--eval`, else the `shared/eval` beside the checkout
+ *    or a folder above it) shared into the team layer vs the SQLite path (bench/team/parity.ts), global and scoped (each scope a namespace of its own).
  * With `--cache DIR` the filled server data folder and local store are kept in DIR and reused by
  * a later run with the same `--notes` and `--seed` (step 1 skipped; `--writes 0` skips step 3,
  * which would add its notes to both): so runs of two versions of the code can alternate on the
@@ -50,13 +50,13 @@ import { shareNotes } from '../lib/team/write.ts'
 import { startPostgres } from '../test/helpers/postgres.ts'
 import { jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { QUERY_KINDS, corpus } from './corpus.ts'
-import { readEvalSet } from './recall/eval-set.ts'
+import { EvalSetError, evalRoot, readEvalSet } from './recall/eval-set.ts'
 import { parity } from './team/parity.ts'
 
 const { values: args } = parseArgs({ options: {
   notes: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' }, writes: { type: 'string', default: '250' },
   parity: { type: 'boolean', default: false }, explain: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, seed: { type: 'string', default: '7' },
-  cache: { type: 'string' }, budget: { type: 'string', default: '60' }, 'as-built': { type: 'boolean', default: false },
+  cache: { type: 'string' }, eval: { type: 'string' }, budget: { type: 'string', default: '60' }, 'as-built': { type: 'boolean', default: false },
 } })
 const JSON_OUT = jsonWanted(args.json)
 const N = wholeFlag('notes', args.notes)
@@ -64,9 +64,21 @@ const Q = wholeFlag('queries', args.queries)
 const WRITES = wholeFlag('writes', args.writes, 0)
 const SEED = wholeFlag('seed', args.seed, 0)
 const BUDGET_MS = wholeFlag('budget', args.budget)
+const evalSets = args.parity ? findEvalSets() : ''
 const log = progressLog(JSON_OUT)
 const config = resolveConfig({})
 const TOP_K = config.topK
+
+/** The eval sets' folder for `--parity` (`--eval`, or found beside the checkout), checked before any server starts. */
+function findEvalSets(): string {
+  try {
+    return evalRoot(args.eval, '--eval')
+  } catch (error) {
+    if (!(error instanceof EvalSetError)) throw error
+    console.error(`bench:team: ${error.message}`)
+    process.exit(2)
+  }
+}
 
 /** `thread`: the CPU of this (the turn's) thread alone; `cpu` adds the process's other threads (the team recall's). */
 interface Sample { wall: number, cpu: number, thread: number, server: number }
@@ -271,9 +283,7 @@ try {
   if (args.parity) {
     const table: Record<string, unknown> = {}
     for (const name of ['locomo-en-dev', 'cmrc2018-zh-chunk-dev', 'madial-zh-dev']) {
-      const path = join(import.meta.dirname, '..', '..', 'shared', 'eval', name)
-      const where = existsSync(path) ? path : join(process.cwd(), '..', 'shared', 'eval', name)
-      const set = readEvalSet(where)
+      const set = readEvalSet(join(evalSets, name))
       for (const mode of ['global', 'scoped'] as const) {
         const owner2 = await server.admin('bench')
         table[`${name} ${mode}`] = await parity(owner2, set, mode, (ns) => grantTeam(owner2, 'postgres', ns))

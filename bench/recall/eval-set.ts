@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs'
-import { basename, join, resolve } from 'node:path'
+import { existsSync, readFileSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
 
 /**
  * Reads a retrieval set in the JSONL format of `../shared/eval/README.md`: `corpus.jsonl`
@@ -36,6 +36,29 @@ export interface EvalSet {
 
 /** The one error a set that cannot be read produces; its message is the line the CLI prints. */
 export class EvalSetError extends Error {}
+
+/**
+ * The folder of the eval sets (`shared/eval`): `given` (a benchmark's flag, `flag` its name) when
+ * set, else the first `shared/eval` found beside this checkout or one of its parent folders, then
+ * beside the working folder or one of its parents, so a benchmark finds them from the main
+ * checkout, a worktree beside it (`/work/wt/x` → `/work/shared/eval`) and any folder inside them.
+ * Throws an `EvalSetError` naming where it looked and the flag to pass otherwise. `starts`: where
+ * the search begins (tests give others).
+ */
+export function evalRoot(given: string | undefined, flag: string, starts = [resolve(import.meta.dirname, '..', '..'), process.cwd()]): string {
+  if (given !== undefined) {
+    if (!existsSync(given)) throw new EvalSetError(`${flag} ${given}: no such folder`)
+    return resolve(given)
+  }
+  for (const start of starts) {
+    for (let dir = start; ; dir = dirname(dir)) {
+      const candidate = join(dir, 'shared', 'eval')
+      if (existsSync(candidate)) return candidate
+      if (dirname(dir) === dir) break
+    }
+  }
+  throw new EvalSetError(`the eval sets (shared/eval) are beside neither this checkout nor the working folder, nor any folder above them (${starts.join(', ')}); pass ${flag} <dir>`)
+}
 
 /** Loads and validates the set in `dir`. */
 export function readEvalSet(dir: string): EvalSet {

@@ -1,12 +1,12 @@
 import { execFileSync, spawnSync } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { runRecallBench } from '../../bench/recall.ts'
 import { precisionTable, runPrecisionBench } from '../../bench/recall/precision.ts'
-import { readEvalSet } from '../../bench/recall/eval-set.ts'
+import { EvalSetError, evalRoot, readEvalSet } from '../../bench/recall/eval-set.ts'
 import { FloorIndex } from '../../bench/recall/floors.ts'
 import { metrics } from '../../bench/recall/metrics.ts'
 import { tempDir } from '../helpers/temp.ts'
@@ -151,4 +151,17 @@ t.test('negatives: cross-scope and cross-set runs count false injections with an
   t.match(cli.stderr, /--negatives cross-set and --against <dir> go together/)
   const lone = spawnSync(process.execPath, [BENCH, '--data', tinySet(CORPUS.slice(0, 2), QUERIES.slice(0, 1)), '--negatives', 'cross-scope'], { encoding: 'utf8' })
   t.match(lone.stderr, /needs at least two scopes/)
+})
+
+t.test('the eval sets are found beside a checkout or a folder above it (a worktree), else one error naming the flag', async (t) => {
+  const root = tempDir('stablemem-eval-root')
+  mkdirSync(join(root, 'shared', 'eval'), { recursive: true })
+  mkdirSync(join(root, 'wt', 'branch', 'bench'), { recursive: true })
+  t.equal(evalRoot(undefined, '--eval', [join(root, 'wt', 'branch')]), join(root, 'shared', 'eval'))
+  t.equal(evalRoot(undefined, '--eval', [join(root, 'wt', 'branch', 'bench')]), join(root, 'shared', 'eval'))
+  const elsewhere = tempDir('stablemem-no-eval')
+  t.equal(evalRoot(undefined, '--eval', [elsewhere, join(root, 'wt')]), join(root, 'shared', 'eval'), 'the second start when the first finds none')
+  t.throws(() => evalRoot(undefined, '--eval', [elsewhere]), new EvalSetError(`the eval sets (shared/eval) are beside neither this checkout nor the working folder, nor any folder above them (${elsewhere}); pass --eval <dir>`))
+  t.equal(evalRoot(join(root, 'shared', 'eval'), '--data'), join(root, 'shared', 'eval'))
+  t.throws(() => evalRoot(join(root, 'nowhere'), '--data'), new EvalSetError(`--data ${join(root, 'nowhere')}: no such folder`))
 })
