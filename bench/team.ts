@@ -15,7 +15,9 @@
  *    connections used, read outside the timed span), which under load says more than the wall
  *    time; and this thread's CPU alone (`process.threadCpuUsage`): with the team recall on a
  *    thread of its own, what the merged turn's critical path spent — and how many merged recalls
- *    ran out of budget.
+ *    ran out of budget. Each p99 also as Harrell–Davis estimates it with a 95 % block-bootstrap
+ *    interval (`p99Hd`, bench/shift.ts): one run's p99 of 200 queries is its second or third
+ *    worst, so a bound is read against the interval (`--queries 1000` narrows it).
  *    Then a recall on a new connection (login, a new backend, statements planned afresh) against
  *    the same recalls on the warm one: what a turn pays when its pool closed the idle connection
  *    (`RECALL_IDLE_MS` in lib/team/connection.ts).
@@ -51,6 +53,7 @@ import { startPostgres } from '../test/helpers/postgres.ts'
 import { jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { QUERY_KINDS, corpus } from './corpus.ts'
 import { EvalSetError, evalRoot, readEvalSet } from './recall/eval-set.ts'
+import { quantileInterval, type Shift } from './shift.ts'
 import { parity } from './team/parity.ts'
 
 const { values: args } = parseArgs({ options: {
@@ -113,6 +116,7 @@ function q(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted.length === 0 ? 0 : Number(sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!.toFixed(3))
 }
+const rounded = (shift: Shift) => ({ estimate: Number(shift.estimate.toFixed(3)), lo: Number(shift.lo.toFixed(3)), hi: Number(shift.hi.toFixed(3)) })
 const summary = (samples: Sample[]) => ({
   // p99.9 of fewer than 1,000 samples is their maximum.
   p50: q(samples.map((s) => s.wall), 0.5), p99: q(samples.map((s) => s.wall), 0.99), p999: q(samples.map((s) => s.wall), 0.999),
@@ -122,6 +126,8 @@ const summary = (samples: Sample[]) => ({
   // Client and server CPU of each recall together: what it costs on a machine with idle cores, bar the loopback round trips.
   ...(samples.some((s) => s.server > 0) ? { serverCpuP50: q(samples.map((s) => s.server), 0.5), clientPlusServerCpuP50: q(samples.map((s) => s.cpu + s.server), 0.5), clientPlusServerCpuP99: q(samples.map((s) => s.cpu + s.server), 0.99),
     clientPlusServerCpuP999: q(samples.map((s) => s.cpu + s.server), 0.999) } : {}),
+  // p99 as Harrell–Davis estimates it, with a 95 % block-bootstrap interval over the queries (bench/shift.ts): what a bound is read against.
+  p99Hd: rounded(quantileInterval(samples.map((s) => s.wall), 0.99)),
 })
 
 /** A parameter as PostgreSQL's text input for it (EXECUTE takes literals, not bound parameters). */
@@ -220,11 +226,11 @@ try {
       s.local.push((await timed(() => recallBlocksHybrid(store, null, query, { topK: TOP_K })))[1])
       s.merged.push((await timed(() => merged(query), pooled))[1])
     }
-    byKind[kind] = { team: summary(s.team), local: summary(s.local), merged: summary(s.merged) }
-    for (const k of ['team', 'local', 'merged'] as const) all[k].push(...s[k])
     const [team, local, mergedS] = [summary(s.team), summary(s.local), summary(s.merged)]
+    byKind[kind] = { team, local, merged: mergedS }
+    for (const k of ['team', 'local', 'merged'] as const) all[k].push(...s[k])
     log(`${kind}: team p50/p99 ${team.p50}/${team.p99} ms wall, ${team.cpuP50}/${team.cpuP99} client CPU, ${team.clientPlusServerCpuP50}/${team.clientPlusServerCpuP99} client+server CPU; ` +
-      `local ${local.p50}/${local.p99} wall, ${local.cpuP50}/${local.cpuP99} CPU; merged ${mergedS.p50}/${mergedS.p99} wall, ${mergedS.clientPlusServerCpuP50}/${mergedS.clientPlusServerCpuP99} client+server CPU`)
+      `local ${local.p50}/${local.p99} wall, ${local.cpuP50}/${local.cpuP99} CPU; merged ${mergedS.p50}/${mergedS.p99} wall (p99 ${mergedS.p99Hd.estimate} [${mergedS.p99Hd.lo}, ${mergedS.p99Hd.hi}]), ${mergedS.clientPlusServerCpuP50}/${mergedS.clientPlusServerCpuP99} client+server CPU`)
   }
   const cold = { connect: [] as number[], coldRecall: [] as number[], warmRecall: [] as number[] }
   for (let i = 0; i < 20; i++) {

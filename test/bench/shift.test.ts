@@ -4,7 +4,7 @@
  * covers a shift that is there and 0 when there is none. Seeded data, so nothing is timed or random.
  */
 import t from 'tap'
-import { hdQuantile, quantileShift } from '../../bench/shift.ts'
+import { hdQuantile, quantileInterval, quantileShift } from '../../bench/shift.ts'
 
 /** n draws of the exponential distribution (mean 1) from a seeded generator. */
 function exponential(n: number, seed: number): number[] {
@@ -42,4 +42,14 @@ t.test('the shift of a shifted copy is found, with an interval around it; none a
   const [g50] = quantileShift(withGaps, base, [0.5], { resamples: 200 })
   t.ok(Math.abs(g50!.estimate - 0.5) < 0.05, 'turns left out (NaN) are skipped, not read as values')
   t.same(quantileShift(moved, base, [0.99], { resamples: 50, seed: 9 }), quantileShift(moved, base, [0.99], { resamples: 50, seed: 9 }), 'seeded: the same interval twice')
+})
+
+t.test('quantileInterval: one arm\'s quantile with an interval that holds it, and a point for constant samples', async (t) => {
+  const samples = Array.from({ length: 1000 }, (_, i) => (i * 7919) % 1000 / 100) // 0 … 9.99, shuffled
+  const p99 = quantileInterval(samples, 0.99)
+  t.ok(Math.abs(p99.estimate - 9.9) < 0.02, `estimate ${p99.estimate}`)
+  t.ok(p99.lo <= p99.estimate && p99.estimate <= p99.hi, `[${p99.lo}, ${p99.hi}]`)
+  t.ok(p99.hi - p99.lo < 0.5, 'a narrow interval for 1,000 evenly spread samples')
+  const flat = quantileInterval(Array(50).fill(3), 0.99)
+  t.ok([flat.estimate, flat.lo, flat.hi].every((x) => Math.abs(x - 3) < 1e-9), `${JSON.stringify(flat)}: 3 with no width`)
 })
