@@ -41,7 +41,8 @@ export class EvalSetError extends Error {}
  * The folder of the eval sets (`shared/eval`): `given` (a benchmark's flag, `flag` its name) when
  * set, else the first `shared/eval` found beside this checkout or one of its parent folders, then
  * beside the working folder or one of its parents, so a benchmark finds them from the main
- * checkout, a worktree beside it (`/work/wt/x` → `/work/shared/eval`) and any folder inside them.
+ * checkout, a worktree in a folder beside it (`wt/x` finds the `shared/eval` two levels up) and any
+ * folder inside them.
  * Throws an `EvalSetError` naming where it looked and the flag to pass otherwise. `starts`: where
  * the search begins (tests give others).
  */
