@@ -16,7 +16,7 @@ export const STRINGS = {
     abstained: 'Recall abstains: the store has no record of {missing}.',
     nearHint: 'One typo away, the store holds: {near}.',
     noHits: 'No notes match.',
-    hitsOf: '{n} ranked notes; {m} would be injected (top {k}, the best five notes' relevances summed ≥ {min}).',
+    hitsOf: '{n} ranked notes; {m} would be injected (top {k}, the best five notes’ relevances summed ≥ {min}).',
     score: 'score', relevance: 'relevance', exact: 'exact', injected: 'injected', notInjected: 'not injected',
     why: 'why', scene: 'scene', source: 'source', layer: 'layer', created: 'created', updated: 'updated',
     accessed: 'accessed', times: '{n} times', lastAccess: 'last', never: 'never', type: 'type', scopes: 'scopes',
