@@ -1,5 +1,9 @@
 /**
  * `npm run bench:recall -- --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--markdown]`
+ * `npm run bench:recall [-- --all] [--eval <dir>] [--half a|b] [--min-relevance x] [--falloff x] [--json]`
+ *
+ * With no `--data` (or with `--all`), every eval set found (`evalRoot`, or `--eval <dir>`) runs in
+ * every mode it has, ranked and gated, against every kind of negatives (`recall/all-sets.ts`).
  *
  * Builds fresh stores from a retrieval set through the package's own commit path
  * (`BlockStore.commitMany`; one store per scope in scoped mode), runs every query through the
@@ -18,7 +22,8 @@ import type { Hit } from '../lib/recall/types.ts'
 import type { BlockStore } from '../lib/store/store.ts'
 import { jsonWanted } from './args.ts'
 import { buildStore, partition } from './recall/build-store.ts'
-import { EvalSetError, readEvalSet, type EvalSet } from './recall/eval-set.ts'
+import { allSetsTable, evalSetsIn, runAllSets } from './recall/all-sets.ts'
+import { EvalSetError, evalRoot, readEvalSet, type EvalSet } from './recall/eval-set.ts'
 import { FLOORS, FloorIndex, type FloorName } from './recall/floors.ts'
 import { byCategory, metrics, quantile, round, type Metrics, type Outcome } from './recall/metrics.ts'
 import { BenchEmbedderError, benchEmbedder, hybridRecallFn } from './recall/hybrid.ts'
@@ -174,6 +179,9 @@ function fmt(value: number | undefined): string {
 
 interface CliArgs {
   data: string
+  all: boolean
+  eval: string | undefined
+  help: boolean
   mode: 'scoped' | 'global' | undefined
   ks: number[]
   json: boolean
@@ -189,8 +197,17 @@ interface CliArgs {
   half: 'a' | 'b' | undefined
 }
 
+const USAGE = `usage: bench:recall [--all] [--eval <dir>] [--half a|b] [--min-relevance x] [--falloff x] [--json]
+       bench:recall --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--markdown]
+                    [--embed-url <url> [--embed-model <name>] [--fusion ha|weighted|rrf]]
+                    [--negatives cross-scope|cross-set [--against <dir>] [--min-relevance x] [--falloff x] [--half a|b]]
+With no --data (or --all): every eval set under --eval (default: the shared/eval found beside this
+checkout or above it), each mode it has, ranked and gated R@5/R@10, false injections against every
+other set (cross-set, the highest shown) and the next scope (cross-scope), characters a noise turn.
+The table goes to stderr with --json, the JSON line to stdout.`
+
 function parseArgs(argv: readonly string[]): CliArgs {
-  const args: CliArgs = { data: '', mode: undefined, ks: [5, 10], json: false, markdown: false, repeat: 1, embedUrl: '', embedModel: 'default', fusion: undefined,
+  const args: CliArgs = { data: '', all: false, eval: undefined, help: false, mode: undefined, ks: [5, 10], json: false, markdown: false, repeat: 1, embedUrl: '', embedModel: 'default', fusion: undefined,
     negatives: undefined, against: '', minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, half: undefined }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!
@@ -200,6 +217,9 @@ function parseArgs(argv: readonly string[]): CliArgs {
       return v
     }
     if (flag === '--data') args.data = value()
+    else if (flag === '--all') args.all = true
+    else if (flag === '--eval') args.eval = value()
+    else if (flag === '--help' || flag === '-h') args.help = true
     else if (flag === '--embed-url') args.embedUrl = value()
     else if (flag === '--embed-model') args.embedModel = value()
     else if (flag === '--fusion') args.fusion = value() as FusionMethod
@@ -230,9 +250,10 @@ function parseArgs(argv: readonly string[]): CliArgs {
     } else if (flag === '--repeat') {
       args.repeat = Number(value())
       if (!Number.isInteger(args.repeat) || args.repeat < 1 || args.repeat > 50) throw new EvalSetError('--repeat must be an integer 1…50')
-    } else throw new EvalSetError(`unknown option ${flag} (usage: --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--markdown] [--embed-url <url> [--embed-model <name>] [--fusion ha|weighted|rrf]] [--negatives cross-scope|cross-set [--against <dir>] [--min-relevance x] [--falloff x] [--half a|b]])`)
+    } else throw new EvalSetError(`unknown option ${flag} (${USAGE.split('\n')[0]}; --help for all)`)
   }
-  if (args.data === '') throw new EvalSetError('--data <dir> is required (a folder with corpus.jsonl and queries.jsonl)')
+  if (args.all && args.data !== '') throw new EvalSetError('--all runs every set: leave out --data (or --all)')
+  if (args.data === '' && args.negatives !== undefined) throw new EvalSetError('--negatives needs --data <dir> (with no --data every set runs against every kind of negatives)')
   if ((args.negatives === 'cross-set') !== (args.against !== '')) throw new EvalSetError('--negatives cross-set and --against <dir> go together')
   return args
 }
@@ -240,9 +261,22 @@ function parseArgs(argv: readonly string[]): CliArgs {
 async function main(): Promise<void> {
   try {
     const args = parseArgs(process.argv.slice(2))
+    if (args.help) {
+      process.stdout.write(`${USAGE}\n`)
+      return
+    }
     const json = jsonWanted(args.json)
     // The tables go to stderr when the JSON line is wanted, so stdout holds that line alone.
     const text = (table: string) => (json ? process.stderr : process.stdout).write(`${table}\n`)
+    if (args.data === '') {
+      const root = evalRoot(args.eval, '--eval')
+      const gate = { minRelevance: args.minRelevance, falloff: args.falloff, minScore: 0, topK: 5 }
+      const rows = await runAllSets(evalSetsIn(root), { gate, half: args.half, progress: (line) => process.stderr.write(`… ${line}\n`) })
+      if (rows.length === 0) throw new EvalSetError(`${root}: no eval sets (folders with corpus.jsonl and queries.jsonl)`)
+      text(allSetsTable(rows, `all sets in ${root} · half ${args.half ?? 'all'} · gate ${JSON.stringify(gate)}`))
+      if (json) process.stdout.write(`${JSON.stringify({ eval: root, half: args.half ?? 'all', gate, rows })}\n`)
+      return
+    }
     const set = readEvalSet(args.data)
     const mode = args.mode ?? (set.scopes.length > 1 ? 'scoped' : 'global')
     const embed = args.embedUrl === '' ? undefined : { url: args.embedUrl, model: args.embedModel, languages: ['en'], fusion: args.fusion }

@@ -65,46 +65,62 @@ interface Side {
   chars: number
 }
 
-/** Runs the queries of `set` as positives, as negatives and with gold left out; returns the JSON object. */
-export async function runPrecisionBench(set: EvalSet, options: PrecisionOptions): Promise<Record<string, unknown>> {
-  const budget = options.budgetChars ?? 2_000
-  const topK = options.gate.topK
-  const queries = set.queries.filter((_, i) => options.half === undefined || i % 2 === (options.half === 'a' ? 0 : 1))
-  const render = (hits: readonly Hit[]) => renderRecall(hits, budget).text.length
-  const recall = options.recall ?? ((store, query, { topK }) => recallBlocksHybrid(store, null, query, { topK }))
+/** Counts for the positive turns: found gold (R@5 with topK 5, R@10 with topK 10), characters, leave-gold-out. */
+interface Positives {
+  ungated: Side
+  gated: Side
+  found: { ungated5: number, gated5: number, ungated10: number, gated10: number }
+  leaveOut: { ungated: Side, gated: Side }
+}
 
-  // Positives and leave-gold-out: each query in its own store.
-  const positive = { ungated: side(), gated: side(), foundUngated: 0, foundGated: 0 }
-  const leaveOut = { ungated: side(), gated: side() }
+/** The queries of `set` this run asks (`half`: `a` even positions, `b` odd). */
+function queriesOf(set: EvalSet, half: 'a' | 'b' | undefined): EvalQuery[] {
+  return set.queries.filter((_, i) => half === undefined || i % 2 === (half === 'a' ? 0 : 1))
+}
+
+/** Each query against its own store: R@5 and R@10 ranked and gated, characters, leave-gold-out. */
+async function measurePositives(set: EvalSet, options: PrecisionOptions, recall: RecallFn, render: (hits: readonly Hit[]) => number): Promise<Positives> {
+  const topK = options.gate.topK
+  const wide = { ...options.gate, topK: Math.max(10, topK) }
+  const positive: Positives = { ungated: side(), gated: side(), found: { ungated5: 0, gated5: 0, ungated10: 0, gated10: 0 }, leaveOut: { ungated: side(), gated: side() } }
+  const queries = queriesOf(set, options.half)
   for (const [scope, blocks] of partition(set, options.mode)) {
     const { store, evalIds } = buildStore(blocks)
     try {
       for (const q of queries.filter((q) => options.mode === 'global' || q.scope === scope)) {
         const gold = new Set(q.gold)
         const isGold = (h: Hit) => (evalIds.get(h.id) ?? []).some((id) => gold.has(id))
-        const hits = await recall(store, q.query, { topK: topK + q.gold.length })
-        const turn = gate(q, isAbstention(hits) ? hits : hits.slice(0, topK), options.gate, store.count())
+        const hits = await recall(store, q.query, { topK: Math.max(10, topK) + q.gold.length })
+        const abstained = isAbstention(hits)
+        const turn = gate(q, abstained ? hits : hits.slice(0, topK), options.gate, store.count())
         count(positive.ungated, turn.ungated, turn.notice, render)
         count(positive.gated, turn.gated, turn.notice, render)
-        positive.foundUngated += recallOf(turn.ungated, q, evalIds)
-        positive.foundGated += recallOf(turn.gated, q, evalIds)
+        positive.found.ungated5 += recallOf(turn.ungated, q, evalIds, 5)
+        positive.found.gated5 += recallOf(turn.gated, q, evalIds, 5)
+        // R@10 as the injection would show it with topK 10: the gate reads the top 10.
+        const ten = gate(q, abstained ? hits : hits.slice(0, 10), wide, store.count())
+        positive.found.ungated10 += recallOf(ten.ungated, q, evalIds, 10)
+        positive.found.gated10 += recallOf(ten.gated, q, evalIds, 10)
         const without = hits.filter((h) => !isGold(h)).slice(0, topK)
-        const rest = gate(q, isAbstention(hits) ? hits : without, options.gate, store.count())
-        count(leaveOut.ungated, rest.ungated, rest.notice, render)
-        count(leaveOut.gated, rest.gated, rest.notice, render)
+        const rest = gate(q, abstained ? hits : without, options.gate, store.count())
+        count(positive.leaveOut.ungated, rest.ungated, rest.notice, render)
+        count(positive.leaveOut.gated, rest.gated, rest.notice, render)
       }
     } finally {
       store.close()
     }
   }
+  return positive
+}
 
-  // Negatives: each query against a store that holds nothing meant for it.
+/** Each query against stores that hold nothing meant for it. */
+async function measureNegatives(set: EvalSet, negatives: Negatives, options: PrecisionOptions, recall: RecallFn, render: (hits: readonly Hit[]) => number): Promise<{ ungated: Side, gated: Side }> {
   const negative = { ungated: side(), gated: side() }
-  for (const [queriesOf, blocks] of negativeStores(set, options.negatives, queries)) {
+  for (const [asked, blocks] of negativeStores(set, negatives, queriesOf(set, options.half))) {
     const { store } = buildStore(blocks)
     try {
-      for (const q of queriesOf) {
-        const hits = await recall(store, q.query, { topK })
+      for (const q of asked) {
+        const hits = await recall(store, q.query, { topK: options.gate.topK })
         const turn = gate(q, hits, options.gate, store.count())
         count(negative.ungated, turn.ungated, turn.notice, render)
         count(negative.gated, turn.gated, turn.notice, render)
@@ -113,30 +129,66 @@ export async function runPrecisionBench(set: EvalSet, options: PrecisionOptions)
       store.close()
     }
   }
+  return negative
+}
 
-  const n = positive.gated.turns
-  const report = (s: Side) => ({ turns: s.turns, injected: s.injected, rate: round(s.turns === 0 ? 0 : s.injected / s.turns), mean_chars: round(s.turns === 0 ? 0 : s.chars / s.turns) })
+/** One kind of turns' figures: turns, turns injected, their rate, mean characters a turn. */
+function report(s: Side): { turns: number, injected: number, rate: number, mean_chars: number } {
+  return { turns: s.turns, injected: s.injected, rate: round(s.turns === 0 ? 0 : s.injected / s.turns), mean_chars: round(s.turns === 0 ? 0 : s.chars / s.turns) }
+}
+
+/** What `runPrecisionSuite` measures: the positives once, and each kind of negatives. */
+export interface PrecisionSuite {
+  positives: {
+    n: number
+    ungated: { 'recall@5': number, 'recall@10': number, positive: ReturnType<typeof report>, leave_gold_out: ReturnType<typeof report> }
+    gated: { 'recall@5': number, 'recall@10': number, positive: ReturnType<typeof report>, leave_gold_out: ReturnType<typeof report> }
+  }
+  /** One entry a kind of negatives, in the order given. */
+  negatives: Array<{ against: string, ungated: ReturnType<typeof report>, gated: ReturnType<typeof report> }>
+}
+
+/** The positives of `set` once and its queries against each kind of negatives (`bench:recall`'s all-sets mode). */
+export async function runPrecisionSuite(set: EvalSet, options: Omit<PrecisionOptions, 'negatives'>, negatives: readonly Negatives[]): Promise<PrecisionSuite> {
+  const render = (hits: readonly Hit[]) => renderRecall(hits, options.budgetChars ?? 2_000).text.length
+  const recall = options.recall ?? ((store, query, { topK }) => recallBlocksHybrid(store, null, query, { topK }))
+  const full = { ...options, negatives: negatives[0] ?? { kind: 'cross-scope' as const } }
+  const p = await measurePositives(set, full, recall, render)
+  const n = p.gated.turns
+  const share = (found: number) => round(n === 0 ? 0 : found / n)
+  const out: PrecisionSuite = {
+    positives: {
+      n,
+      ungated: { 'recall@5': share(p.found.ungated5), 'recall@10': share(p.found.ungated10), positive: report(p.ungated), leave_gold_out: report(p.leaveOut.ungated) },
+      gated: { 'recall@5': share(p.found.gated5), 'recall@10': share(p.found.gated10), positive: report(p.gated), leave_gold_out: report(p.leaveOut.gated) },
+    },
+    negatives: [],
+  }
+  for (const kind of negatives) {
+    const neg = await measureNegatives(set, kind, full, recall, render)
+    out.negatives.push({ against: negativesName(kind), ungated: report(neg.ungated), gated: report(neg.gated) })
+  }
+  return out
+}
+
+function negativesName(negatives: Negatives): string {
+  return negatives.kind === 'cross-set' ? `cross-set against ${negatives.against.name}` : 'cross-scope'
+}
+
+/** Runs the queries of `set` as positives, as negatives and with gold left out; returns the JSON object. */
+export async function runPrecisionBench(set: EvalSet, options: PrecisionOptions): Promise<Record<string, unknown>> {
+  const suite = await runPrecisionSuite(set, options, [options.negatives])
+  const neg = suite.negatives[0]!
+  const { ungated, gated } = suite.positives
   return {
     dataset: set.name,
     mode: options.mode,
-    negatives: options.negatives.kind === 'cross-set' ? `cross-set against ${options.negatives.against.name}` : 'cross-scope',
+    negatives: neg.against,
     half: options.half ?? 'all',
     recall: options.label ?? 'recallBlocksHybrid(store, null) (lexical)',
-    gate: { minRelevance: options.gate.minRelevance, falloff: options.gate.falloff, minScore: options.gate.minScore, topK },
-    ungated: {
-      'recall@5': round(n === 0 ? 0 : positive.foundUngated / n),
-      false_injection_rate: report(negative.ungated).rate,
-      negative: report(negative.ungated),
-      positive: report(positive.ungated),
-      leave_gold_out: report(leaveOut.ungated),
-    },
-    gated: {
-      'recall@5': round(n === 0 ? 0 : positive.foundGated / n),
-      false_injection_rate: report(negative.gated).rate,
-      negative: report(negative.gated),
-      positive: report(positive.gated),
-      leave_gold_out: report(leaveOut.gated),
-    },
+    gate: { minRelevance: options.gate.minRelevance, falloff: options.gate.falloff, minScore: options.gate.minScore, topK: options.gate.topK },
+    ungated: { 'recall@5': ungated['recall@5'], 'recall@10': ungated['recall@10'], false_injection_rate: neg.ungated.rate, negative: neg.ungated, positive: ungated.positive, leave_gold_out: ungated.leave_gold_out },
+    gated: { 'recall@5': gated['recall@5'], 'recall@10': gated['recall@10'], false_injection_rate: neg.gated.rate, negative: neg.gated, positive: gated.positive, leave_gold_out: gated.leave_gold_out },
   }
 }
 
@@ -162,9 +214,9 @@ function count(s: Side, hits: readonly Hit[], notice: number, render: (hits: rea
   s.chars += chars
 }
 
-/** |gold ∩ shown| / |gold| for one query (shown: at most 5 notes, mapped back to the set's ids). */
-function recallOf(shown: readonly Hit[], q: EvalQuery, evalIds: ReadonlyMap<string, string[]>): number {
-  const ids = new Set(shown.slice(0, 5).flatMap((h) => evalIds.get(h.id) ?? []))
+/** |gold ∩ shown| / |gold| for one query (shown: at most `k` notes, mapped back to the set's ids). */
+function recallOf(shown: readonly Hit[], q: EvalQuery, evalIds: ReadonlyMap<string, string[]>, k: number): number {
+  const ids = new Set(shown.slice(0, k).flatMap((h) => evalIds.get(h.id) ?? []))
   return q.gold.filter((g) => ids.has(g)).length / q.gold.length
 }
 

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { runRecallBench } from '../../bench/recall.ts'
 import { precisionTable, runPrecisionBench } from '../../bench/recall/precision.ts'
+import { allSetsTable, evalSetsIn, runAllSets } from '../../bench/recall/all-sets.ts'
 import { EvalSetError, evalRoot, readEvalSet } from '../../bench/recall/eval-set.ts'
 import { FloorIndex } from '../../bench/recall/floors.ts'
 import { metrics } from '../../bench/recall/metrics.ts'
@@ -94,7 +95,10 @@ t.test('an unreadable set gets one clear error line and exit code 1', async (t) 
     [['--data', tinySet(CORPUS, [{ qid: 'q', query: 'x', gold: [] }])], /queries\.jsonl:1: "gold" must be a non-empty array/],
     [['--data', tinySet(CORPUS, [{ ...QUERIES[0], scope: 'nobody' }]), '--mode', 'scoped'], /scope "nobody" has no blocks/],
     [['--mode', 'sideways'], /--mode must be scoped or global/],
-    [[], /--data <dir> is required/],
+    [['--eval', join(tmpdir(), 'no-such-eval-root')], /--eval .*no-such-eval-root: no such folder/],
+    [['--all', '--data', tinySet(CORPUS, QUERIES)], /--all runs every set: leave out --data/],
+    [['--negatives', 'cross-scope'], /--negatives needs --data <dir>/],
+    [['--sideways'], /unknown option --sideways \(usage: bench:recall .*--help for all\)/],
   ]
   for (const [args, message] of cases) {
     const run = spawnSync(process.execPath, [BENCH, ...args], { encoding: 'utf8' })
@@ -164,4 +168,35 @@ t.test('the eval sets are found beside a checkout or a folder above it (a worktr
   t.throws(() => evalRoot(undefined, '--eval', [elsewhere]), new EvalSetError(`the eval sets (shared/eval) are beside neither this checkout nor the working folder, nor any folder above them (${elsewhere}); pass --eval <dir>`))
   t.equal(evalRoot(join(root, 'shared', 'eval'), '--data'), join(root, 'shared', 'eval'))
   t.throws(() => evalRoot(join(root, 'nowhere'), '--data'), new EvalSetError(`--data ${join(root, 'nowhere')}: no such folder`))
+})
+
+t.test('with no --data every set runs in each mode it has, ranked and gated, against every kind of negatives', async (t) => {
+  const root = tempDir('stablemem-eval-all')
+  const place = (name: string, corpus: unknown[], queries: unknown[]) => {
+    mkdirSync(join(root, name))
+    writeFileSync(join(root, name, 'corpus.jsonl'), corpus.map((r) => JSON.stringify(r)).join('\n'))
+    writeFileSync(join(root, name, 'queries.jsonl'), queries.map((r) => JSON.stringify(r)).join('\n'))
+  }
+  place('two-scopes', CORPUS, QUERIES)
+  place('one-scope', [{ id: 'z1', text: 'Alice moved to Lisbon in March', session: 'z' }], [{ qid: 'z', query: 'Lisbon', gold: ['z1'] }])
+  mkdirSync(join(root, 'not-a-set'))
+  const sets = evalSetsIn(root)
+  t.same(sets.map((s) => s.name), ['one-scope', 'two-scopes'], 'folders holding both files, by name')
+  const gate = { minRelevance: 0.3, falloff: 0.33, minScore: 0, topK: 5 }
+  const rows = await runAllSets(sets, { gate })
+  t.same(rows.map((r) => `${r.dataset} ${r.mode}`), ['one-scope scoped', 'two-scopes scoped', 'two-scopes global'], 'global too where a set has several scopes')
+  t.match(rows[0], { queries: 1, ranked: { 'recall@5': 1, 'recall@10': 1 }, gated: { 'recall@5': 1, 'recall@10': 1 }, cross_set_false_injections: 0, cross_scope_false_injections: null })
+  t.same(rows[1]!.suite.negatives.map((n) => n.against), ['cross-set against one-scope', 'cross-scope'])
+  t.match(rows[1], { ranked: { 'recall@5': 0.8333 }, gated: { 'recall@5': 0.8333 }, cross_scope_false_injections: 0 },
+    'the same figures as the single-set precision run of the test above')
+  t.match(allSetsTable(rows, 't'), /two-scopes\s+global\s+3\s+0\.833/)
+  const cli = spawnSync(process.execPath, [BENCH, '--eval', root, '--json'], { encoding: 'utf8' })
+  t.equal(cli.status, 0, cli.stderr)
+  const out = JSON.parse(cli.stdout.trim()) as { rows: Array<{ dataset: string }> }
+  t.equal(cli.stdout.trim().split('\n').length, 1, 'stdout is the JSON line alone')
+  t.same(out.rows.map((r) => r.dataset), ['one-scope', 'two-scopes', 'two-scopes'])
+  t.match(cli.stderr, /gated R@5/, 'the table goes to stderr')
+  const help = spawnSync(process.execPath, [BENCH, '--help'], { encoding: 'utf8' })
+  t.equal(help.status, 0)
+  t.match(help.stdout, /^usage: bench:recall \[--all\]/)
 })

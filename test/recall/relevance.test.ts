@@ -5,7 +5,7 @@
  * on names the store has never seen, and without the note side, the cases they exist for fail.
  */
 import t from 'tap'
-import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, gateHits, type GateOptions } from '../../lib/recall/gate.ts'
+import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, EVIDENCE_NOTES, gateHits, type GateOptions } from '../../lib/recall/gate.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { namesIn, queryContent, queryRelevance, relevanceSides } from '../../lib/recall/relevance.ts'
 import { analyzeQuery } from '../../lib/recall/symbols.ts'
@@ -118,9 +118,9 @@ function hit(id: string, relevance: number, extra: Partial<Hit> = {}): Hit {
   return { id, text: id, score: 0.5, exact: false, relevance, why: '', ...extra }
 }
 
-t.test('the gate: the turn opens on its best note, falloff, nothing passes, pins and attached notes, minScore, topK', async (t) => {
+t.test('the gate: the turn opens on its evidence, falloff, nothing passes, pins and attached notes, minScore, topK', async (t) => {
   const options = { ...GATE, minRelevance: 0.3, falloff: 0.5 }
-  t.same(gateHits([hit('a', 0.29), hit('b', 0.1)], options), [], 'no note reaches the threshold: nothing is injected')
+  t.same(gateHits([hit('a', 0.19), hit('b', 0.1)], options), [], 'the notes\' relevances sum below the threshold: nothing is injected')
   t.same(gateHits([hit('a', 0.9), hit('b', 0.5), hit('c', 0.44), hit('d', 0.3)], options).map((h) => h.id), ['a', 'b'],
     'relevance falls off below half of the best: fewer than topK')
   t.same(gateHits([hit('a', 0.4), hit('b', 0.25), hit('c', 0.19)], options).map((h) => h.id), ['a', 'b'],
@@ -134,6 +134,25 @@ t.test('the gate: the turn opens on its best note, falloff, nothing passes, pins
     'a note minScore removes does not open the turn for the others')
   t.same(gateHits([hit('a', 0.9), hit('b', 0.9), hit('c', 0.9)], { ...options, topK: 2 }).map((h) => h.id), ['a', 'b'])
   t.same(gateHits([hit('a', 0.01), hit('b', 0)], { ...options, minRelevance: 0, falloff: 0 }).map((h) => h.id), ['a', 'b'], '0 and 0: the gate is off')
+})
+
+t.test('the turn\'s evidence: several notes that each share a little open it; one accidental match or a long tail does not', async (t) => {
+  const options = { ...GATE, minRelevance: 0.3, falloff: 0.5 }
+  const evoked = [hit('a', 0.15), hit('b', 0.12), hit('c', 0.1)]
+  t.same(gateHits(evoked, options).map((h) => h.id), ['a', 'b', 'c'], 'none reaches 0.3 alone; together they do (a chat evoking three memories)')
+  t.same(gateHits([hit('a', 0.25), hit('b', 0.01)], options), [], 'one note that shares a little, and nothing else: closed')
+  const tail = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((id) => hit(id, 0.055))
+  t.same(gateHits(tail, { ...options, topK: 7 }), [], `only the best ${EVIDENCE_NOTES} count (5 × 0.055 < 0.3), whatever topK is`)
+  t.equal(DEFAULT_MIN_RELEVANCE, 0.5)
+
+  const bestOnly = mutant({ file: 'recall/gate.ts', from: 'const open = evidence >= options.minRelevance', to: 'const open = best >= options.minRelevance' })
+  t.teardown(() => bestOnly.remove())
+  const m = await bestOnly.load<typeof import('../../lib/recall/gate.ts')>('recall/gate.ts')
+  t.same(m.gateHits(evoked, options), [], 'the mutant that opens on the best note alone drops the evoked memories')
+  const unbounded = mutant({ file: 'recall/gate.ts', from: 'counted++ < EVIDENCE_NOTES', to: 'counted++ < Infinity' })
+  t.teardown(() => unbounded.remove())
+  const u = await unbounded.load<typeof import('../../lib/recall/gate.ts')>('recall/gate.ts')
+  t.ok(u.gateHits(tail, { ...options, topK: 7 }).length > 0, 'the mutant that sums every hit opens on a long tail of weak matches')
 })
 
 t.test('mutations: without the name rule the question about someone else injects; without the note side the chat gets nothing', async (t) => {

@@ -26,7 +26,7 @@ export const command: Command = {
     'Ranks stored notes for a query with the plugin\'s own recall and prints, for each hit,',
     'its score (>= 1 means pinned by an exact symbol such as a port, IP, path or version),',
     'its relevance (the share of what is specific in the query the note holds; the plugin',
-    'injects a note only at or above minRelevance), the exact flag and why it matched. When the query names a number, version or IP that no',
+    'injects notes only when the best five\'s relevances sum to minRelevance), the exact flag and why it matched. When the query names a number, version or IP that no',
     'note holds, says so (the plugin would inject its "no record" notice) and names stored',
     'strings one typo away. Does not change access counts.',
     '',
