@@ -8,7 +8,8 @@ import type { Hit } from './types.ts'
  * `minRelevance`, the store holds nothing this message is about and nothing is injected. A chat
  * that evokes a memory usually evokes several, each sharing a little of it; an unrelated store
  * matches one note by accident and little else, so the sum separates them where the best note
- * alone does not (docs/benchmarks.md, "Precision"). When the turn opens, the notes ranked with it are injected too unless their relevance falls
+ * alone does not (docs/benchmarks.md, "Precision"). With vectors, one note whose cosine reaches
+ * `OPEN_COSINE` opens the turn too. When the turn opens, the notes ranked with it are injected too unless their relevance falls
  * below `falloff` × the best one's (the adaptive count). A note that ranks among the best for a
  * message that clearly matches the store is usually relevant even when it shares little of the
  * message's wording (a memory evoked by a chat, an answer in other words): gating each note on
@@ -51,6 +52,14 @@ export const EVIDENCE_NOTES = 5
  */
 export const DEFAULT_MIN_RELEVANCE = 0.5
 /**
+ * A note whose cosine with the message reaches this opens the turn by itself (hybrid recall only):
+ * a paraphrase shares no words, so its lexical evidence is near zero, but its cosine is absolute.
+ * Twice the vector candidates' floor (`DEFAULT_MIN_COSINE` 0.2); with the USE-lite model, seven
+ * paraphrased questions had a best cosine of .41–.57 and fifteen unrelated ones .13–.43, one of
+ * them above (docs/embeddings.md, "The gate with vectors").
+ */
+export const OPEN_COSINE = 0.4
+/**
  * Falloff share chosen on the dev sets (docs/benchmarks.md, "Precision"): the largest share that
  * costs no set more than .005 of R@5 on the choosing half.
  */
@@ -68,14 +77,16 @@ export function gateHits<T extends Hit>(hits: readonly T[], options: GateOptions
   let best = 0
   let evidence = 0
   let counted = 0
+  let cosine = 0
   // The reference is the non-pinned hits, attached notes included: an attached note that is also
   // the most relevant hit must not lower the bar for the others.
   for (const h of hits) {
     if (h.exact || h.score < options.minScore) continue
     best = Math.max(best, h.relevance)
     if (counted++ < EVIDENCE_NOTES) evidence += h.relevance
+    cosine = Math.max(cosine, h.cosine ?? 0)
   }
-  const open = evidence >= options.minRelevance
+  const open = evidence >= options.minRelevance || cosine >= OPEN_COSINE
   const floor = best * options.falloff
   return hits.filter((h) => always(h) || (open && h.score >= options.minScore && h.relevance >= floor)).slice(0, Math.max(0, options.topK))
 }

@@ -154,7 +154,9 @@ function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorH
     else score = w * c.vector + (1 - w) * c.lexical
     const why = c.vector > 0 ? `${c.why}; vector ${c.vector.toFixed(3)}` : c.why
     // With vectors, relevance is absolute on both sides: the lexical share or the cosine, whichever is larger.
-    return { id: c.id, text: c.text, score, exact: c.exact, relevance: Math.max(c.relevance, c.vector), why }
+    const hit: Hit = { id: c.id, text: c.text, score, exact: c.exact, relevance: Math.max(c.relevance, c.vector), why }
+    if (c.vector > 0) hit.cosine = c.vector
+    return hit
   })
   scored.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   return scored

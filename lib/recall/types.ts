@@ -15,6 +15,11 @@ export interface Hit {
    * relevant"; the injection gate reads it (`gate.ts`).
    */
   relevance: number
+  /**
+   * The note's cosine with the query, set by the hybrid recall when vectors took part. A cosine is
+   * absolute per note, so the gate lets one clear match by meaning open the turn (`gate.ts`).
+   */
+  cosine?: number
   /** A short, human-readable account of why this block was recalled. */
   why: string
 }

@@ -5,7 +5,7 @@
  * on names the store has never seen, and without the note side, the cases they exist for fail.
  */
 import t from 'tap'
-import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, EVIDENCE_NOTES, gateHits, type GateOptions } from '../../lib/recall/gate.ts'
+import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, EVIDENCE_NOTES, OPEN_COSINE, gateHits, type GateOptions } from '../../lib/recall/gate.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { namesIn, queryContent, queryRelevance, relevanceSides } from '../../lib/recall/relevance.ts'
 import { analyzeQuery } from '../../lib/recall/symbols.ts'
@@ -153,6 +153,19 @@ t.test('the turn\'s evidence: several notes that each share a little open it; on
   t.teardown(() => unbounded.remove())
   const u = await unbounded.load<typeof import('../../lib/recall/gate.ts')>('recall/gate.ts')
   t.ok(u.gateHits(tail, { ...options, topK: 7 }).length > 0, 'the mutant that sums every hit opens on a long tail of weak matches')
+})
+
+t.test('with vectors: one note that matches by meaning opens the turn; a middling cosine does not', async (t) => {
+  const paraphrase = [hit('bike', 0.47, { cosine: 0.47 }), hit('pet', 0.02, { cosine: 0.02 })]
+  t.same(gateHits(paraphrase, GATE).map((h) => h.id), ['bike'], `a cosine of .47 (≥ ${OPEN_COSINE}) opens the turn though the evidence is below ${DEFAULT_MIN_RELEVANCE}`)
+  t.same(gateHits([hit('a', 0.35, { cosine: 0.35 })], GATE), [], 'a cosine below the bar and no other evidence: closed')
+  t.same(gateHits([hit('a', 0.47)], GATE), [], 'the same relevance without a cosine (lexical recall): closed')
+  t.same(gateHits([hit('p', 0, { exact: true, score: 1.001, cosine: 0.9 }), hit('a', 0.1)], GATE).map((h) => h.id), ['p'], 'a pin\'s cosine does not open the turn for the others')
+
+  const noCosine = mutant({ file: 'recall/gate.ts', from: ' || cosine >= OPEN_COSINE', to: '' })
+  t.teardown(() => noCosine.remove())
+  const m = await noCosine.load<typeof import('../../lib/recall/gate.ts')>('recall/gate.ts')
+  t.same(m.gateHits(paraphrase, GATE), [], 'the mutant without the cosine rule drops the paraphrased note')
 })
 
 t.test('mutations: without the name rule the question about someone else injects; without the note side the chat gets nothing', async (t) => {
