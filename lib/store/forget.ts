@@ -17,6 +17,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { isBlockId } from './block-id.ts'
 import { indexColumns } from './fts-columns.ts'
+import { DERIVED_FROM } from './layers.ts'
 import { normalizeSceneKey } from './scene-key.ts'
 import { BLOCK_COUNT_DELETE_TRIGGER } from './schema.ts'
 import { SCOPE_COUNT_DELETE_TRIGGER } from './scope-counts.ts'
@@ -58,6 +59,11 @@ export interface ForgetResult {
   unknown: string[]
   /** Older notes that were superseded by a forgotten note and are current again. */
   restored: string[]
+  /**
+   * Facts distilled from a forgotten note (cooling's `derived_from` edges, followed to the end),
+   * forgotten with it; their blocks are in `deleted` too. What was learned from a note goes with it.
+   */
+  derived: string[]
   /** Edges and vectors deleted with the notes. */
   edges: number
   vectors: number
@@ -112,7 +118,7 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
   const origin = checkOrigin(options.origin ?? '')
   const { db } = host
   // Keyed by rowid, the order the notes are read and deleted in; the index on id serves every `IN (SELECT id …)` below.
-  db.exec('CREATE TEMP TABLE IF NOT EXISTS stablemem_forget (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE)')
+  db.exec('CREATE TEMP TABLE IF NOT EXISTS stablemem_forget (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, derived INTEGER NOT NULL DEFAULT 0)')
   const dependents = dependentsOf(host)
   // With every dependent deleted set-based (see `dependentsOf`), SQLite's own cascade would only
   // look again, once per note and table. `foreign_keys` changes only outside a transaction and
@@ -139,12 +145,13 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
     } else {
       for (const { sql, params } of filterSql(selection.filter)) db.prepare(sql).run(...params)
     }
+    const derived = pickDerived(host)
     const { deleted, rids } = readDeleted(host)
     const restored = restore ? respliceSuccessors(host, deleted) : []
     const everything = selection.kind === 'filter' && selection.filter.all === true
     const counts = dryRun ? countRefs(host) : deleteRefs(host, { origin, everything, dependents, deleted, rids })
     db.exec(dryRun ? 'ROLLBACK' : 'COMMIT')
-    result = { deleted, unknown, restored, ...counts, dryRun, walCleared: false }
+    result = { deleted, unknown, restored, derived, ...counts, dryRun, walCleared: false }
   } catch (error) {
     if (db.isTransaction) db.exec('ROLLBACK')
     throw error
@@ -248,6 +255,21 @@ function filterSql(filter: ForgetFilter): Array<{ sql: string, params: Array<str
       params: [key, ...params],
     },
   ]
+}
+
+/**
+ * Adds to the selection every fact distilled from a selected note (a `derived_from` edge from the
+ * fact to it), then the facts distilled from those, until none is left; returns their ids. A
+ * fact keeps the words of the note it came from, so forgetting the note without it would leave
+ * what the user asked to forget in recall, export and the team layer.
+ */
+function pickDerived(host: ForgetHost): string[] {
+  const pick = host.stmt('forget.pickDerived', `INSERT OR IGNORE INTO temp.stablemem_forget (id, rid, derived)
+    SELECT b.id, b.rowid, 1 FROM temp.stablemem_forget f
+    CROSS JOIN edges e ON e.target_kind = 'block' AND e.target_id = f.id AND e.type = '${DERIVED_FROM}' AND e.source_kind = 'block'
+    CROSS JOIN blocks b ON b.id = e.source_id`)
+  while (Number(pick.run().changes) > 0) { /* one more generation of facts */ }
+  return (host.stmt('forget.derived', 'SELECT id FROM temp.stablemem_forget WHERE derived = 1 ORDER BY rid').all() as Array<{ id: string }>).map((r) => String(r.id))
 }
 
 /**

@@ -36,7 +36,7 @@ export const command: Command = {
     '  --dry-run          only list what would be deleted',
     '  --keep-superseded  a note a forgotten one had replaced stays retired (default: it is recalled again)',
     '  --keep-duplicates  forgetting by id leaves the notes\' near-duplicates (default: they go too)',
-    '  --json             print the result as JSON: {deleted, unknown, restored, edges, vectors, dryRun, walCleared}',
+    '  --json             print the result as JSON: {deleted, unknown, restored, derived, edges, vectors, dryRun, walCleared}',
     '',
     'With --shared it deletes the team\'s shared notes instead (for everyone in the team, within its',
     'namespace; docs/team.md), with the same filters and confirmation; --json prints',
@@ -183,6 +183,7 @@ function report(io: CliIo, result: ForgetResult, json: boolean): void {
     return
   }
   println(io.stdout, `forgot ${plural(result.deleted.length, 'note')} (${plural(result.edges, 'edge')}, ${plural(result.vectors, 'vector')})`)
+  if (result.derived.length > 0) println(io.stdout, `with them ${plural(result.derived.length, 'fact')} distilled from them: ${result.derived.join(', ')}`)
   if (result.restored.length > 0) println(io.stdout, `current again (a forgotten note had replaced them): ${result.restored.join(', ')}`)
   if (!result.walCleared) println(io.stderr, 'stablemem forget: another process is reading the store, so old pages stay in its WAL until the next checkpoint; run `stablemem vacuum` later to finish')
 }
@@ -191,6 +192,7 @@ function report(io: CliIo, result: ForgetResult, json: boolean): void {
 function list(io: CliIo, result: ForgetResult, verb: string): void {
   println(io.stdout, `${verb} ${plural(result.deleted.length, 'note')} (${plural(result.edges, 'edge')}, ${plural(result.vectors, 'vector')}):`)
   for (const block of result.deleted) println(io.stdout, `  ${block.id}  ${firstLine(block)}`)
+  if (result.derived.length > 0) println(io.stdout, `of them distilled from a forgotten note: ${result.derived.join(', ')}`)
   if (result.restored.length > 0) println(io.stdout, `current again afterwards: ${result.restored.join(', ')}`)
 }
 
