@@ -4,10 +4,12 @@
  * where the class's own prefix gives it away. Prose that merely follows such a label ("密钥为加密算法
  * 的参数", "the secret is to rest", a port, a path, a version, an id that is not random) stays.
  * `secrets-shapes.test.ts` covers the prefixed classes; this file crosses every label form with
- * every kind of value.
+ * every kind of value, and its mutation checks remove each new guard and watch the property fail.
  */
 import t from 'tap'
 import { findSecrets, redactSecrets } from '../../lib/secrets.ts'
+import { tempStorePath } from '../helpers/harness.ts'
+import { mutant } from '../helpers/mutant.ts'
 
 /** Deterministic pseudo-random characters from `chars`. */
 function gen(n: number, seed: number, chars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'): string {
@@ -109,4 +111,32 @@ t.test('a password after an English word and a Chinese verb, after 是：, after
 
 t.test('prose after the same labels that holds no key is untouched', async (t) => {
   for (const note of INNOCENT) t.same(findSecrets(note), [], `untouched: ${note}`)
+})
+
+t.test('mutation: without the prose-label shapes, the keys are stored unmasked', async (t) => {
+  const m = mutant({ file: 'secrets/shapes.ts', from: '  ...PROSE_LABELS,\n', to: '' })
+  t.teardown(() => m.remove())
+  const { redactSecrets: mutated } = await m.load<typeof import('../../lib/secrets.ts')>('secrets.ts')
+  const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
+  const store = new Mutated(tempStorePath('prose-mutant'))
+  t.teardown(() => store.close())
+  const note = LABELS[0]!(VALUES[0]!.value)
+  t.ok(store.get(store.commit({ text: note }).id)!.text.includes(VALUES[0]!.value), `stored in the clear: ${note}`)
+  const leaked = LABELS.flatMap((label) => VALUES.map(({ value }) => ({ value, text: mutated(label(value)).text }))).filter((x) => x.text.includes(x.value))
+  t.ok(leaked.length >= 100, `${leaked.length} of ${LABELS.length * VALUES.length} keys leak`)
+  t.ok(PASSWORDS.slice(0, 1).every(({ note, secret }) => mutated(note).text.includes(secret)), 'password 是 … leaks')
+})
+
+t.test('mutation: without the key check, prose after a label is masked', async (t) => {
+  const m = mutant({ file: 'secrets/shapes.ts', from: '    accept: (v) => looksKey(v),\n', to: '' })
+  t.teardown(() => m.remove())
+  const { findSecrets: mutated } = await m.load<typeof import('../../lib/secrets.ts')>('secrets.ts')
+  t.not(mutated('the secret is to rest, and the key is to keep it simple').length, 0)
+})
+
+t.test('mutation: without the ordinary-value check, key: and token: take paths, versions and ids', async (t) => {
+  const m = mutant({ file: 'secrets/shapes.ts', from: ' && !looksOrdinary(v)', to: '' })
+  t.teardown(() => m.remove())
+  const { findSecrets: mutated } = await m.load<typeof import('../../lib/secrets.ts')>('secrets.ts')
+  for (const note of INNOCENT.filter((n) => /server2024|node-v22|user_12345678/.test(n))) t.not(mutated(note).length, 0, `masked: ${note}`)
 })
