@@ -1,5 +1,5 @@
 /**
- * `npm run bench:secrets [-- --eval <dir> --repeat N --json]`
+ * `npm run bench:secrets [-- --eval <dir> --repeat N --json]` (`--help` for usage)
  *
  * What the credential detector (`lib/secrets.ts`) costs and what it masks by mistake:
  *
@@ -25,13 +25,34 @@ import { evalRoot, readEvalSet } from './recall/eval-set.ts'
 import { HOSTILE_FRAGMENTS, hostileText } from './secrets/hostile.ts'
 import { nowMs, percentile, round } from './stats.ts'
 
-const { values: args } = parseArgs({
-  options: {
-    eval: { type: 'string' },
-    repeat: { type: 'string', default: '5' },
-    json: { type: 'boolean', default: false },
-  },
-})
+const USAGE = `usage: bench:secrets [--eval <dir>] [--repeat N] [--json]
+Masks every note of the eval sets under --eval (default: the shared/eval found beside this checkout
+or above it) and lists each one it changes (false positives, by set and id); times the detector per
+1 kB note (corpus text, and notes dense with labels) against the commit path's NFC + SHA-256 in the
+same run, over --repeat passes (default 5); times each hostile 1 MB text. The last line is one JSON
+object (with --json the only line).`
+
+function cliArgs(): { eval?: string | undefined, repeat: string, json: boolean } {
+  try {
+    const { values } = parseArgs({
+      options: {
+        eval: { type: 'string' },
+        repeat: { type: 'string', default: '5' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    })
+    if (values.help) {
+      console.log(USAGE)
+      process.exit(0)
+    }
+    return values
+  } catch (error) {
+    console.error(`bench:secrets: ${(error as Error).message.split('\n')[0]} (--help for usage)`)
+    process.exit(2)
+  }
+}
+const args = cliArgs()
 const asJson = jsonWanted(args.json)
 const EVAL = evalRoot(args.eval, '--eval')
 const SETS = ['madial-zh-dev', 'locomo-en-dev', 'cmrc2018-zh-chunk-dev']

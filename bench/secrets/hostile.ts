@@ -26,6 +26,11 @@ export const HOSTILE_FRAGMENTS: ReadonlyArray<{ name: string, fragment: string }
   { name: 'Authorization without value', fragment: 'Authorization: Bearer ' },
   { name: 'long options', fragment: '--password --token --api-key ' },
   { name: 'quotes never closed', fragment: 'password="aaaaaaaa ' },
+  { name: 'CJK label then a long run of spaces', fragment: `密码${' '.repeat(4094)}` },
+  { name: 'prose key labels, no value', fragment: 'the key is token: secret 是 私钥为：api key = ' },
+  { name: 'prose key label, qualifier, no verb', fragment: 'the api key for the billing service and ' },
+  { name: 'key label then a long run of spaces', fragment: `key${' '.repeat(4093)}` },
+  { name: 'prose key labels, ordinary values', fragment: 'the key is node-v22.19.0-linux-x64 token 是 user_12345678 ' },
 ]
 
 /** `fragment` repeated to exactly `chars` characters (never ending inside a surrogate pair). */

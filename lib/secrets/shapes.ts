@@ -54,15 +54,60 @@ const PASSWORD_WORDS = 'password|passwd|pwd|passphrase|passcode'
 const KEY_WORDS = `${PASSWORD_WORDS}|pass|token|secret|key|apikey|credentials?|auth`
 /** Chinese labels: 密码 password, 口令 password, 密钥/秘钥 secret key, 令牌 token, 暗码 passcode. */
 const CJK_WORDS = '密码|口令|密钥|秘钥|令牌|暗码'
+/** Chinese verbs between a label and its value: is, is (written), changed to, set to. */
+const CJK_VERBS = '(?:是|为|為|改成了?|改为|设为|设置为)'
+/** English verbs between a label and its value, longest first so "is now" is not read as "is" + "now". */
+const EN_VERBS = 'is now|is set to|was changed to|changed to|set to|is|was|are|were'
+/** What an English label names before its verb: "the password for the router was …" (at most 40 characters). */
+const QUALIFIER = '(?:[ \\t]+(?:for|of|to|on|in)[ \\t]+[^\\n.,;:=]{1,40}?)?'
+/** English words that name a key in prose; what stands before them ("aws", "the API", "secret access") does not matter. */
+const PROSE_KEY_WORDS = '(?<![A-Za-z])(?:api|access|secret|private|auth)?(?:key|token|secret|credential)s?'
+/** Chinese words that name a key but, unlike `CJK_WORDS`, also begin ordinary phrases: 私钥 private key, 凭证/凭据 credential. */
+const CJK_KEY_WORDS = '私钥|凭证|凭据'
+/** A label's connector in prose: an English verb (after an optional qualifier), a colon or equals sign, or a Chinese verb (and colon). */
+const PROSE_CONNECTOR = `(?:${QUALIFIER}(?:[ \\t]+(?:${EN_VERBS})[ \\t]+|["']?[ \\t]*[:=：](?!//)[ \\t]*)|[ \\t]*${CJK_VERBS}(?:[ \\t]*[:：])?[ \\t]*)`
 
 /** The last part of an identifier that names something about a secret, not the secret itself. */
 const NOT_SECRET_SUFFIX = /^(?:file|path|dir|id|name|url|uri|host|port|user|username|type|len|length|size|ttl|expiry|expires|expiration|timeout|region|endpoint|header|field|prefix|alg|algorithm|version|count|enabled|mode|policy|format|env|hint|rotation|label)$/i
 
-/** Values that look like a random credential: at least 8 characters, no space, two of lower / upper / digit. */
+/**
+ * Values that look like a random credential: at least 8 characters, no space, two of lower /
+ * upper / digit, and not ordinary (see `looksOrdinary`).
+ */
 function looksRandom(value: string): boolean {
   const v = unquote(value)
   if (v.length < 8 || /\s/.test(v)) return false
-  return [/[a-z]/, /[A-Z]/, /[0-9]/].filter((re) => re.test(v)).length >= 2
+  return [/[a-z]/, /[A-Z]/, /[0-9]/].filter((re) => re.test(v)).length >= 2 && !looksOrdinary(v)
+}
+
+/**
+ * Values that read as something ordinary, not random: a URL, a path under a named folder, or
+ * words and numbers joined by separators where no part changes between lower case, upper case
+ * and digits more than twice (a version `node-v22.19.0-linux-x64`, a date `2024-06-01T10:30:00Z`,
+ * an address, an id `user_12345678`, a file `server2024.key`). A random key's parts change
+ * at almost every other character.
+ */
+function looksOrdinary(v: string): boolean {
+  if (/:\/\/|^(?:~|\.{1,2})?\/[a-z][a-z0-9._-]*\//.test(v)) return true
+  return v.split(/[^A-Za-z0-9]+/).every((part) => classChanges(part) <= 2)
+}
+
+/** How often `part` changes between lower case, upper case and digits. */
+function classChanges(part: string): number {
+  const kind = (c: string) => (c >= 'a' && c <= 'z' ? 0 : c >= 'A' && c <= 'Z' ? 1 : 2)
+  let changes = 0
+  for (let i = 1; i < part.length; i++) if (kind(part[i]!) !== kind(part[i - 1]!)) changes++
+  return changes
+}
+
+/**
+ * Values a prose label ("the key is …", "token 是 …") names as a key: random (`looksRandom`),
+ * 16 characters or more, with letters and digits. Prose says less than `FOO_TOKEN=`, so it needs
+ * more: no key format issued today is shorter, and a word or identifier has no digits.
+ */
+function looksKey(value: string): boolean {
+  const v = unquote(value)
+  return v.length >= 16 && /[0-9]/.test(v) && /[A-Za-z]/.test(v) && looksRandom(v)
 }
 
 /**
@@ -82,6 +127,28 @@ function unquote(value: string): string {
 
 /** The arguments before a command's password flag: at most 24, never past a shell separator (`;`, `|`, `&`). */
 const ARGS = '(?:[ \\t]+[^\\s;|&]{1,256}){0,24}?[ \\t]+'
+
+/**
+ * Keys named by a prose label, in English or Chinese (issue 31): "aws 的 secret 是 …", "the key is
+ * …", "the token: …", "api key = …", "私钥为：…", "password 是 …". The label is all that marks an
+ * AWS secret access key, a hex key or any random string without a published prefix, so the
+ * value after it is masked when it looks like a key (`looksKey`) or, after a password word, typed.
+ */
+const PROSE_LABELS: readonly SecretShape[] = [
+  {
+    kind: 'secret',
+    pattern: new RegExp(`(?:${PROSE_KEY_WORDS}|${CJK_KEY_WORDS})${PROSE_CONNECTOR}${VALUE}`, 'gi'),
+    group: 1, needs: /key|token|secret|credential|私钥|凭证|凭据/i,
+    accept: (v) => looksKey(v),
+  },
+  {
+    // password 是 …, pwd 为：… (the English verbs and the colon are the other password shapes')
+    kind: 'password',
+    pattern: new RegExp(`(?<![A-Za-z])(?:${PASSWORD_WORDS})[ \\t]*${CJK_VERBS}(?:[ \\t]*[:：])?[ \\t]*${VALUE}`, 'gi'),
+    group: 1, needs: NEEDS_PASSWORD,
+    accept: (v) => looksTyped(v),
+  },
+]
 
 /** Every shape, run in this order; `findSecrets` merges overlapping matches into the earlier one. */
 export const SHAPES: readonly SecretShape[] = [
@@ -148,7 +215,7 @@ export const SHAPES: readonly SecretShape[] = [
   {
     // password=…, DB_PASSWORD: "…", "pwd":"…", 密码：…, 密码是 …, 口令为 …, 令牌 …
     kind: 'password',
-    pattern: new RegExp(`(?:(?<![A-Za-z])(?:${PASSWORD_WORDS}|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|auth[_-]?token|access[_-]?token)["']?\\s*[:=：]|(?:${CJK_WORDS})["']?\\s*(?:[:=：]|是|为|改成了?|改为|设为|设置为)?)\\s*${VALUE}`, 'gi'),
+    pattern: new RegExp(`(?:(?<![A-Za-z])(?:${PASSWORD_WORDS}|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|auth[_-]?token|access[_-]?token)["']?\\s*[:=：]|(?:${CJK_WORDS})["']?(?:\\s*(?:[:=：]|${CJK_VERBS}(?:\\s*[:：])?))?)\\s*${VALUE}`, 'gi'),
     group: 1, needs: NEEDS_PASSWORD,
   },
   {
@@ -160,7 +227,7 @@ export const SHAPES: readonly SecretShape[] = [
   {
     // the password is …, password for the router was …
     kind: 'password',
-    pattern: new RegExp(`(?<![A-Za-z])(?:${PASSWORD_WORDS})(?:[ \\t]+(?:for|of|to|on)[ \\t]+[^\\n.,;:]{1,40}?)?[ \\t]+(?:is|was|is now|was changed to|changed to|set to)[ \\t]+${VALUE}`, 'gi'),
+    pattern: new RegExp(`(?<![A-Za-z])(?:${PASSWORD_WORDS})${QUALIFIER}[ \\t]+(?:${EN_VERBS})[ \\t]+${VALUE}`, 'gi'),
     group: 1, needs: NEEDS_PASSWORD,
     accept: (v) => looksTyped(v),
   },
@@ -187,6 +254,7 @@ export const SHAPES: readonly SecretShape[] = [
   { kind: 'password', pattern: new RegExp(`(?<![A-Za-z0-9_-])redis-cli${ARGS}-a[ \\t]+${VALUE}`, 'g'), group: 1, needs: /redis-cli/ },
   { kind: 'password', pattern: new RegExp(`(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|helm)(?:[ \\t]+registry)?[ \\t]+login${ARGS}-p[ \\t]*${VALUE}`, 'g'), group: 1, needs: /login/ },
   { kind: 'password', pattern: new RegExp(`(?<![A-Za-z0-9_-])curl${ARGS}(?:-u[ \\t]*|--user(?:[ \\t]+|=))["']?[^\\s:"']{1,256}:([^\\s"']{1,256})`, 'g'), group: 1, needs: /curl/ },
+  ...PROSE_LABELS,
 ]
 
 /**

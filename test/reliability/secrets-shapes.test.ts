@@ -75,6 +75,12 @@ export const CLASSES: Sample[] = [
   sample('口令 label', 'open-sesame-42', (s) => `堡垒机口令 ${s}`),
   sample('URL password with @', 'p@ss@word1', (s) => `mongodb://app:${s}@10.0.0.9:27017/app`),
   sample('URL password with / and #', 'a/b#c9d', (s) => `amqp://guest:${s}@mq.internal:5672/`),
+  sample('secret 是 … (English key word, Chinese verb)', 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', (s) => `aws 的 secret 是 ${s} 别外传`),
+  sample('the key is … (English prose)', gen(32, 41, HEX), (s) => `the API key for billing is ${s}.`),
+  sample('token: … / api key = … (prose)', gen(40, 42), (s) => `the token: ${s}`),
+  sample('私钥 / 凭证 / 凭据 label', gen(44, 43, B64URL), (s) => `部署凭证为：${s}`),
+  sample('password 是 …', 'Zx9!qwe', (s) => `wifi password 是 ${s}，别外传`),
+  sample('密码是：… (verb and colon)', 'Tr0ub4dor&3', (s) => `路由器密码是：${s}`),
 ]
 
 /** Look-alikes of the classes above that hold no credential: stored untouched. */
