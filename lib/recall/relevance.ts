@@ -29,6 +29,9 @@ import { analyzeQuery, containsStem, containsWhole, MAX_QUERY_CHARS, queryTurns,
  *   block id (`note-terms.ts`); the note's words are looked up among the query's words, sorted,
  *   rather than searched for in its text.
  *
+ * On the query side a note's Latin words count only when it holds at least two of the query's
+ * (`LATIN_COORDINATION`): one shared English word is as often an accident as a match.
+ *
  * A note's relevance is the larger of the query-side share and `NOTE_SIDE_WEIGHT` × the note-side
  * share, capped at 1. When the query names someone or something (capitalised Latin words) and the
  * store holds none of those names, every note's relevance is 0: the store has never heard of what
@@ -65,6 +68,8 @@ export interface QueryContent {
   words: readonly string[]
   /** Names the query mentions when the store holds none of them (then every note's relevance is 0). */
   unknownNames: readonly string[]
+  /** How many of `parts` are Latin content words (`LATIN_COORDINATION`). */
+  latinWords: number
 }
 
 /**
@@ -127,7 +132,10 @@ export function queryContent(store: RecallSource, analysis: QueryAnalysis, text:
   const names = namesOf(turns)
   // A name is usually one of the query's words, whose count was just read.
   const unknownNames = names.some((name) => (df.get(name) ?? store.matchCount(matchPhrase(name))) > 0) ? [] : names
-  return { parts, total: parts.reduce((sum, p) => sum + p.mass, 0), lower, bigrams: new Set(analysis.cjkBigrams), words: wordsOf(lower), unknownNames }
+  return {
+    parts, total: parts.reduce((sum, p) => sum + p.mass, 0), lower, bigrams: new Set(analysis.cjkBigrams), words: wordsOf(lower), unknownNames,
+    latinWords: parts.filter((p) => p.kind === 'word').length,
+  }
 }
 
 /** The distinct words of a lower-cased text, sorted (`QueryContent.words`). */
@@ -171,10 +179,30 @@ function holds(lowerText: string, part: Part): boolean {
       : (part.variants ?? [part.term]).some((v) => containsWhole(lowerText, v))
 }
 
-/** The share (0…1) of the query's specific mass that a note (lower-cased) holds. */
+/**
+ * How many of the query's Latin content words a note must hold before any of them counts on the
+ * query side (fewer when the query has fewer). One shared English word is an accident as often
+ * as a match: a Chinese Wikipedia paragraph that quotes "Paris" or "album" holds the rarest word
+ * of an English question about something else, and in a store where Latin words are rare that
+ * one word carries most of the question's mass. A note about the question usually holds two of
+ * its words. CJK bigrams and exact symbols are not coordinated: a bigram is a fragment of a word,
+ * and one exact symbol (a port, a path) is a match by itself.
+ */
+export const LATIN_COORDINATION = 2
+
+/** The share (0…1) of the query's specific mass that a note (lower-cased) holds, Latin words coordinated (`LATIN_COORDINATION`). */
 function queryShare(content: QueryContent, lowerNote: string): number {
   let held = 0
-  for (const part of content.parts) if (holds(lowerNote, part)) held += part.mass
+  let words = 0
+  let wordMass = 0
+  for (const part of content.parts) {
+    if (!holds(lowerNote, part)) continue
+    if (part.kind === 'word') {
+      words++
+      wordMass += part.mass
+    } else held += part.mass
+  }
+  if (words >= Math.min(LATIN_COORDINATION, content.latinWords)) held += wordMass
   return Math.min(1, held / content.total)
 }
 

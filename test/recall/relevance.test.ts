@@ -193,3 +193,39 @@ t.test('mutations: without the name rule the question about someone else injects
   const withoutNote = await noteSide.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
   t.same(gateHits(withoutNote.recallBlocks(memories, chat, { topK: 5 }), GATE), [], 'the query side alone leaves the chat without notes')
 })
+
+t.test('Latin coordination: one shared English word is an accident; two are a match', async (t) => {
+  const wiki = storeOf([
+    '该专辑收录了单曲《Paint the Sky》，于2009年在台北发行，销量突破十万张。',
+    '《Weekend》是该乐队的第三张录音室专辑，由环球唱片发行。',
+    '儿童剧《Kids》在上海首演，此后巡演至北京、广州等十二座城市。',
+    '长江是中国第一长河，全长约6300公里，流经十一个省级行政区。',
+    '故宫位于北京中轴线的中心，是明清两代的皇家宫殿。',
+  ])
+  t.teardown(() => wiki.close())
+  const question = 'What did the kids paint last weekend?'
+  const hits = recallBlocks(wiki, question, { topK: 5 })
+  t.ok(hits.length >= 3, 'ranking finds the paragraphs that quote one of its words')
+  const content = queryContent(wiki, analyzeQuery(question), question)
+  t.same(hits.map((h) => relevanceSides(content, h.text).query), hits.map(() => 0), 'each paragraph holds one of the question\'s words: none counts on the query side')
+  t.ok(hits.every((h) => h.relevance < 0.2), `what is left is the note side's few percent (${hits.map((h) => h.relevance.toFixed(3)).join(', ')})`)
+  t.same(gateHits(hits, GATE), [], 'nothing is injected')
+
+  const chat = storeOf(['The kids paint the fence every weekend.', 'I bought new paint for the kitchen.', '故宫位于北京中轴线的中心。'])
+  t.teardown(() => chat.close())
+  const own = recallBlocks(chat, question, { topK: 3 })
+  t.equal(own[0]!.text, 'The kids paint the fence every weekend.', 'the note holding three of its words ranks first')
+  t.ok(own[0]!.relevance >= 0.5, 'and keeps its query-side share')
+  t.equal(gateHits(own, GATE)[0]?.text, 'The kids paint the fence every weekend.', 'and is injected first')
+  t.ok(recallBlocks(chat, 'which paint?', { topK: 1 })[0]!.relevance > 0, 'a question with one Latin word: that word is enough')
+
+  const ports = storeOf(['nginx 端口 8080，部署在 10.3.7.9', 'redis 端口 6379，只监听本机', '值班室分机号 4324，值班人 老周'])
+  t.teardown(() => ports.close())
+  t.same(gateHits(recallBlocks(ports, 'nginx 和 redis 的端口分别是多少？', { topK: 3 }), GATE).map((h) => h.text).sort(),
+    ['nginx 端口 8080，部署在 10.3.7.9', 'redis 端口 6379，只监听本机'], 'a Chinese question naming two services: each service\'s note is injected')
+
+  const uncoordinated = mutant({ file: 'recall/relevance.ts', from: 'if (words >= Math.min(LATIN_COORDINATION, content.latinWords)) held += wordMass', to: 'held += wordMass' })
+  t.teardown(() => uncoordinated.remove())
+  const m = await uncoordinated.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  t.ok(gateHits(m.recallBlocks(wiki, question, { topK: 5 }), GATE).length > 0, 'the mutant without coordination injects the paragraphs')
+})
