@@ -3,7 +3,8 @@
  * agent remembers, so every request must prove it comes from the page this run printed: a random
  * per-run token on every request, the `Host` header naming this server (a DNS-rebinding page on
  * another name is refused), and for every change a second token the page only learns through an
- * authenticated read plus the page's own `Origin` (a cross-site form or fetch is refused). The
+ * authenticated read plus the page's own `Origin` (a cross-site form or fetch is refused; a read
+ * that names another site as its Origin is refused too). The
  * response headers forbid inline script and style, framing and referrers.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
@@ -78,8 +79,9 @@ export class Guard {
     if (!this.hosts.has(host)) return { status: 421, reason: 'this server does not answer for that Host' }
     const token = headerValue(req, TOKEN_HEADER) ?? url.searchParams.get('t') ?? ''
     if (!same(token, this.token)) return { status: 401, reason: 'missing or wrong token: open the URL stablemem serve printed' }
-    if (!change) return undefined
     const origin = headerValue(req, 'origin')
+    // A read needs no Origin (a browser sends none on its own page's GETs), but one from another site is refused.
+    if (!change) return origin === undefined || this.origins.has(origin.toLowerCase()) ? undefined : { status: 403, reason: 'cross-origin request refused' }
     if (origin === undefined || !this.origins.has(origin.toLowerCase())) return { status: 403, reason: 'cross-origin request refused' }
     if (!same(headerValue(req, CSRF_HEADER) ?? '', this.csrf)) return { status: 403, reason: 'missing or wrong CSRF token' }
     return undefined

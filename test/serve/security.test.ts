@@ -2,61 +2,15 @@
  * The memory browser's guards over real HTTP (node:http on 127.0.0.1, a real store file), each
  * with a mutation check: a copy of lib/ with the guard removed lets the refused request through.
  */
-import { request } from 'node:http'
 import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { resolveConfig } from '../../lib/config.ts'
-import { serve, type RunningServer, type ServeOptions } from '../../lib/serve/server.ts'
+import { serve } from '../../lib/serve/server.ts'
 import { BlockStore } from '../../lib/store/store.ts'
-import { mutant, type Edit } from '../helpers/mutant.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { mutant } from '../helpers/mutant.ts'
+import { call, changeHeaders, start, withMutant } from '../helpers/serve-http.ts'
 
 type Serve = typeof serve
-type Store = typeof BlockStore
-
-interface Answer {
-  status: number
-  headers: Record<string, string | string[] | undefined>
-  body: string
-}
-
-/** One raw HTTP request, with full control of Host and Origin. */
-function call(port: number, path: string, options: { method?: string, headers?: Record<string, string>, body?: string } = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers: { host: `127.0.0.1:${port}`, ...options.headers } }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }))
-    })
-    req.on('error', reject)
-    req.end(options.body)
-  })
-}
-
-/** A store with one note, and a server on it (from `lib/`, or from a mutant's copy). */
-async function start(t: Test, options: Partial<ServeOptions> = {}, from: { serve: Serve, BlockStore: Store } = { serve, BlockStore }): Promise<{ server: RunningServer, store: BlockStore, id: string, csrf: string }> {
-  const store = new from.BlockStore(join(tempDir('stablemem-serve'), 'memory.db'))
-  const { id } = store.commit({ text: 'the billing port is 8499' })
-  const server = await from.serve({ store, config: resolveConfig(), ...options })
-  t.teardown(async () => { await server.close(); store.close() })
-  const session = await call(server.port, `/api/session?t=${server.token}`)
-  const csrf = session.status === 200 ? (JSON.parse(session.body) as { csrf: string }).csrf : ''
-  return { server, store, id, csrf }
-}
-
-/** The headers of a well-formed change from the page. */
-function changeHeaders(server: RunningServer, csrf: string): Record<string, string> {
-  return { 'x-stablemem-token': server.token, 'x-stablemem-csrf': csrf, origin: server.origin, 'content-type': 'application/json' }
-}
-
-/** Runs `check` against a server built from a copy of lib/ with `edit` applied. */
-async function withMutant(t: Test, edits: Edit[], options: Partial<ServeOptions>, check: (s: Awaited<ReturnType<typeof start>>) => Promise<void>): Promise<void> {
-  const m = mutant(...edits)
-  t.teardown(() => m.remove())
-  const from = { serve: (await m.load<{ serve: Serve }>('serve/server.ts')).serve, BlockStore: (await m.load<{ BlockStore: Store }>('store/store.ts')).BlockStore }
-  await check(await start(t, options, from))
-}
 
 t.test('every request needs the token', async (t) => {
   const { server } = await start(t)
