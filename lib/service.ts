@@ -26,6 +26,7 @@ import type { ScopeCount } from './store/scopes.ts'
 import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 import type { MergeScope, SliceOutcome } from './store/fts-upkeep.ts'
 import { BlockStore } from './store/store.ts'
+import { scrubInBackground } from './store/scrub.ts'
 import { TeamLayer, type TeamStats } from './team/layer.ts'
 import { mergeTeamHits } from './team/merge.ts'
 import type { SharedForgetResult } from './team/forget.ts'
@@ -212,6 +213,7 @@ export class StableMem extends Service {
         })
         this.vectorizer.start()
       }
+      if (this.store.pendingScrubs().forgets > 0) this.scrubLater()
     } catch (error) {
       this.failure = error instanceof Error ? error.message : String(error)
       this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)
@@ -443,12 +445,27 @@ export class StableMem extends Service {
   /**
    * Deletes notes for good: one id, a list of ids, or a filter (`{scene}`, `{source}`, `{before}`,
    * `{all: true}`; an empty filter is refused). Their index entries, vectors and edges go in the
-   * same transaction and no byte of them stays in the file (docs/reliability.md). Returns what was
+   * same transaction and no byte of them stays in the file (docs/reliability.md): at return, or
+   * for a large forget (`bytesPending`) a few seconds later, scrubbed in the background, unless
+   * `wait: true` (then at return). Returns what was
    * deleted; ids that are not stored are listed in `unknown`, not thrown. A note the forgotten
    * one had superseded becomes current again unless `restoreSuperseded: false`.
    */
   async forget(target: ForgetTarget, options: ForgetOptions = {}): Promise<ForgetResult> {
-    return this.use((store) => store.forget(target, { origin: 'service', ...options }))
+    const result = this.use((store) => store.forget(target, { origin: 'service', ...options }))
+    if (result.bytesPending) this.scrubLater()
+    return result
+  }
+
+  /**
+   * Finishes pending scrubs in the background (lib/store/scrub.ts): after a large forget, at open
+   * (one left by a process that exited first) and on every heartbeat.
+   */
+  scrubLater(): void {
+    if (this.store === undefined || this.failure !== undefined) return
+    const logger = this.ctx.logger('stablemem')
+    scrubInBackground(() => this.failure === undefined && this.store?.isClosed === false ? this.store : undefined,
+      (error) => logger.warn('scrubbing forgotten notes\' bytes failed (tried again at the next heartbeat): %s', error instanceof Error ? error.message : String(error)))
   }
 
   /** Rewrites the store file without free space (what `stablemem vacuum` does). */

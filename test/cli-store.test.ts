@@ -131,8 +131,8 @@ t.test('doctor: healthy, missing, damaged, foreign, newer and unindexed stores',
   const healthy = await runCli(['doctor', '--db', good, '--json'])
   t.equal(healthy.code, 0)
   const checks = JSON.parse(healthy.stdout) as Array<{ status: string, label: string }>
-  t.same(checks.map((c) => c.label), ['node', 'node:sqlite', 'fts5', 'integrity', 'schema', 'index', 'segments', 'layers', 'writable', 'space', 'write test'])
-  t.same(checks.map((c) => c.status), ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok'])
+  t.same(checks.map((c) => c.label), ['node', 'node:sqlite', 'fts5', 'integrity', 'schema', 'index', 'segments', 'scrub', 'layers', 'writable', 'space', 'write test'])
+  t.same(checks.map((c) => c.status), ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok'])
   t.same(readdirSync(dir).sort(), ['good.db'], 'the write probe is removed')
 
   const junk = join(dir, 'junk.db')

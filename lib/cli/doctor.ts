@@ -164,6 +164,8 @@ function checkStoreFile(sqlite: typeof import('node:sqlite'), path: string): Che
       ? { status: 'ok', label: 'index', detail: `${counts.blocks} blocks, ${counts.edges} edges, all blocks indexed` }
       : { status: 'fail', label: 'index', detail: `the full-text index holds ${counts.indexed} entries for ${counts.blocks} blocks, so recall misses notes; export and re-import the store to rebuild it` })
     checks.push(segmentsCheck(db))
+    const scrub = scrubCheck(db)
+    if (scrub !== undefined) checks.push(scrub)
     checks.push(layersCheck(db))
   } finally {
     db.close()
@@ -182,6 +184,22 @@ function segmentsCheck(db: import('node:sqlite').DatabaseSync): Check {
   return segments >= UPKEEP_DUE_SEGMENTS
     ? { status: 'warn', label: 'segments', detail: `${detail}, and every query seeks each: run \`stablemem upkeep\` (the plugin merges them while idle unless indexUpkeep is off)` }
     : { status: 'ok', label: 'segments', detail }
+}
+
+/**
+ * Large forgets whose bytes the scrub has not removed yet (lib/store/scrub.ts): the notes are gone
+ * from every read, but the index's old segments still hold their words. A warning, not a failure:
+ * a running agent finishes it within seconds; one left over is finished by `stablemem upkeep`.
+ * Undefined on a schema without the table (upgraded on the next writing open).
+ */
+function scrubCheck(db: import('node:sqlite').DatabaseSync): Check | undefined {
+  if (db.prepare("SELECT 1 AS x FROM sqlite_schema WHERE type = 'table' AND name = 'scrub_pending'").get() === undefined) return undefined
+  const row = db.prepare('SELECT count(*) AS forgets, coalesce(sum(notes), 0) AS notes, min(created_at) AS since FROM scrub_pending').get() as { forgets: number, notes: number, since: number | null }
+  if (Number(row.forgets) === 0) return { status: 'ok', label: 'scrub', detail: 'no forgotten note has bytes left in the index' }
+  return {
+    status: 'warn', label: 'scrub',
+    detail: `${Number(row.notes)} forgotten note(s) (${Number(row.forgets)} forget(s) since ${new Date(Number(row.since)).toISOString()}) still have bytes in the index's old segments: run \`stablemem upkeep\` (a running agent finishes it by itself)`,
+  }
 }
 
 /** The layers (docs/layers.md): how many blocks are stable and cold, and when cooling last ran. */

@@ -7,10 +7,12 @@
  * vectors, every edge that touches them (both directions) and the vector centroids they were part
  * of are deleted. The full-text index has FTS5's `secure-delete` option (set by a migration), so
  * deleting a row removes its terms and positions from the index pages themselves; a forget of many
- * notes at once instead deletes without it and rewrites the whole index, whichever is cheaper
- * (`indexDeletion`). The connection runs with `PRAGMA secure_delete = ON`, so every freed cell and
- * page is overwritten with zeros. After the commit, a TRUNCATE checkpoint copies the zeroed pages
- * into the file and empties the WAL, which still held the old page images. A tombstone (the
+ * notes at once instead deletes without it, whichever is cheaper (`indexDeletion`), and leaves the
+ * old index segments' bytes to the scrub (lib/store/scrub.ts): the call returns once the notes are
+ * invisible everywhere, with `bytesPending`, unless `wait`. The connection runs with
+ * `PRAGMA secure_delete = ON`, so every freed cell and page is overwritten with zeros. After the
+ * commit (or the scrub), a TRUNCATE checkpoint copies the zeroed pages into the file and empties
+ * the WAL, which still held the old page images. A tombstone (the
  * content address only, never the text) keeps an older export from bringing the note back.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite'
@@ -21,6 +23,7 @@ import { DERIVED_FROM } from './layers.ts'
 import { normalizeSceneKey } from './scene-key.ts'
 import { BLOCK_COUNT_DELETE_TRIGGER } from './schema.ts'
 import { SCOPE_COUNT_DELETE_TRIGGER } from './scope-counts.ts'
+import { clearWal, recordScrub, scrub } from './scrub.ts'
 import type { Block } from './types.ts'
 
 /** A filter over stored notes. Several fields narrow together (AND); `all` must stand alone. */
@@ -49,6 +52,12 @@ export interface ForgetOptions {
   dryRun?: boolean
   /** Who asked, kept with the tombstones (e.g. `cli`, `tool session s1 turn 3`). */
   origin?: string
+  /**
+   * Return only when the bytes are gone (default false). A forget of many notes otherwise returns
+   * once they are invisible everywhere, with `bytesPending`, and leaves the index's bytes to the
+   * scrub (lib/store/scrub.ts); a small forget always returns with its bytes gone.
+   */
+  wait?: boolean
 }
 
 /** What one `forget` did (or, with `dryRun`, would do). */
@@ -74,6 +83,11 @@ export interface ForgetResult {
    * `stablemem vacuum`) completes it.
    */
   walCleared: boolean
+  /**
+   * True when the notes are gone from every read but their index entries' bytes are still on disk,
+   * waiting for the scrub (a large forget without `wait`; `BlockStore.scrub`, lib/store/scrub.ts).
+   */
+  bytesPending: boolean
 }
 
 /** What `vacuum` did. */
@@ -97,14 +111,6 @@ export interface ForgetHost {
   busyTimeoutMs: number
 }
 
-/** How long, in all, the checkpoint after a forget waits for readers of the WAL to move on. */
-const CHECKPOINT_WAIT_MS = 2_000
-/**
- * The busy timeout of one checkpoint attempt. A TRUNCATE checkpoint holds the write lock while it
- * waits for readers, so a long wait would stall other processes' commits; short attempts let them in.
- */
-const CHECKPOINT_ATTEMPT_MS = 50
-
 /**
  * Deletes the target notes in one transaction (see the module comment for what goes with them),
  * then empties the WAL. An empty filter and a malformed target are refused before anything is
@@ -127,6 +133,7 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
   const cascadeOff = !dryRun && dependents !== null && (selection.kind === 'filter' || selection.ids.length >= BULK_NOTES) && foreignKeysOn(host)
   if (cascadeOff) db.exec('PRAGMA foreign_keys = OFF')
   let result: ForgetResult
+  let scrubNow = false
   try {
     db.exec('BEGIN IMMEDIATE')
     db.exec('DELETE FROM temp.stablemem_forget')
@@ -149,16 +156,24 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
     const { deleted, rids } = readDeleted(host)
     const restored = restore ? respliceSuccessors(host, deleted) : []
     const everything = selection.kind === 'filter' && selection.filter.all === true
-    const counts = dryRun ? countRefs(host) : deleteRefs(host, { origin, everything, dependents, deleted, rids })
+    const { bytesPending, inlineScrub, ...counts } = dryRun ? { ...countRefs(host), bytesPending: false, inlineScrub: false }
+      : deleteRefs(host, { origin, everything, dependents, deleted, rids })
     db.exec(dryRun ? 'ROLLBACK' : 'COMMIT')
-    result = { deleted, unknown, restored, derived, ...counts, dryRun, walCleared: false }
+    scrubNow = inlineScrub
+    result = { deleted, unknown, restored, derived, ...counts, dryRun, walCleared: false, bytesPending }
   } catch (error) {
     if (db.isTransaction) db.exec('ROLLBACK')
     throw error
   } finally {
     if (cascadeOff) db.exec('PRAGMA foreign_keys = ON')
   }
-  if (!dryRun && result.deleted.length > 0) result.walCleared = clearWal(db, host.busyTimeoutMs)
+  if (result.bytesPending && (options.wait === true || scrubNow)) {
+    const scrubbed = scrub(host)
+    result.bytesPending = scrubbed.pending
+    result.walCleared = scrubbed.walCleared
+  } else if (!dryRun && result.deleted.length > 0 && !result.bytesPending) {
+    result.walCleared = clearWal(db, host.busyTimeoutMs)
+  }
   return result
 }
 
@@ -169,6 +184,7 @@ export function forgetBlocks(host: ForgetHost, target: ForgetTarget, options: Fo
 export function vacuumStore(host: ForgetHost): VacuumResult {
   const bytesBefore = host.fileBytes()
   host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
+  scrub(host) // the index is one segment now: a pending scrub only needs its record cleared
   host.db.exec('VACUUM')
   const walCleared = clearWal(host.db, host.busyTimeoutMs)
   return { bytesBefore, bytesAfter: host.fileBytes(), walCleared }
@@ -345,8 +361,12 @@ interface Deletion {
   rids: readonly number[]
 }
 
-/** Deletes the selected notes and everything that refers to them, and writes their tombstones. */
-function deleteRefs(host: ForgetHost, { origin, everything, dependents, deleted, rids }: Deletion): { edges: number, vectors: number } {
+/**
+ * Deletes the selected notes and everything that refers to them, and writes their tombstones;
+ * `bytesPending` when the index's bytes are left to the scrub (recorded in the same transaction),
+ * `inlineScrub` when the store is small enough for the scrub to run before the call returns.
+ */
+function deleteRefs(host: ForgetHost, { origin, everything, dependents, deleted, rids }: Deletion): { edges: number, vectors: number, bytesPending: boolean, inlineScrub: boolean } {
   const run = (key: string, sql: string, ...params: Array<string | number>): number => Number(host.stmt(key, sql).run(...params).changes)
   let edges = run('forget.edgesOut', `DELETE FROM edges WHERE source_kind = 'block' AND source_id IN (SELECT id FROM temp.stablemem_forget)`)
   edges += run('forget.edgesIn', `DELETE FROM edges WHERE target_kind = 'block' AND target_id IN (SELECT id FROM temp.stablemem_forget)`)
@@ -355,8 +375,10 @@ function deleteRefs(host: ForgetHost, { origin, everything, dependents, deleted,
   run('forget.centroids', `DELETE FROM centroids WHERE (model, dims) IN (SELECT DISTINCT model, dims FROM vectors
     WHERE block_id IN (SELECT id FROM temp.stablemem_forget))`)
   const vectors = run('forget.vectors', 'DELETE FROM vectors WHERE block_id IN (SELECT id FROM temp.stablemem_forget)')
+  const way = everything ? undefined : deleteIndexEntries(host, deleted, rids)
+  const bytesPending = way?.deletion === 'rewrite'
   if (everything) host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('delete-all')")
-  else deleteIndexEntries(host, deleted, rids)
+  if (bytesPending) recordScrub(host, deleted.length, host.now(), origin)
   run('forget.tombstones', `INSERT INTO tombstones (id, forgotten_at, origin) SELECT id, ?, ? FROM temp.stablemem_forget WHERE true
     ON CONFLICT(id) DO UPDATE SET forgotten_at = excluded.forgotten_at, origin = excluded.origin`, host.now(), origin)
   // The scope counts' delete trigger runs twice per membership deleted; a large forget moves the
@@ -382,8 +404,15 @@ function deleteRefs(host: ForgetHost, { origin, everything, dependents, deleted,
       mark = min(mark, coalesce((SELECT max(rowid) FROM blocks), 0))`)
     host.db.exec(countTrigger)
   }
-  return { edges, vectors }
+  return { edges, vectors, bytesPending, inlineScrub: bytesPending && way.indexed < DEFER_SCRUB_FROM }
 }
+
+/**
+ * From this many indexed notes up, a large forget leaves the index rewrite to the scrub after it
+ * returns; below, the rewrite costs less than ~100 ms (about 5 µs an indexed note) and runs
+ * before the call returns, so a small store always forgets with its bytes gone at return.
+ */
+export const DEFER_SCRUB_FROM = 20_000
 
 /** A table whose rows refer to a note by a foreign key with ON DELETE CASCADE: they go with it. */
 interface Dependent {
@@ -493,12 +522,14 @@ export function indexDeletion(deleted: number, indexed: number): IndexDeletion {
 
 /**
  * Deletes the selected notes' full-text entries, naming each row's indexed text (the index is
- * contentless), by the cheaper way `indexDeletion` picks. The rewrite switches secure-delete (and
+ * contentless), by the cheaper way `indexDeletion` picks, and returns it. With secure-delete a
+ * note's entries leave the index pages at once. The rewrite way switches secure-delete (and
  * automerge) off for its deletes and back on before the transaction commits, so no other writer
- * ever sees them off.
+ * ever sees them off: the deletes become markers in a new segment, and the old segments' bytes
+ * are left to the scrub (lib/store/scrub.ts), which rewrites the index in slices after the commit.
  */
-function deleteIndexEntries(host: ForgetHost, deleted: readonly Block[], rids: readonly number[]): void {
-  if (deleted.length === 0) return
+function deleteIndexEntries(host: ForgetHost, deleted: readonly Block[], rids: readonly number[]): { deletion: IndexDeletion, indexed: number } | undefined {
+  if (deleted.length === 0) return undefined
   // Counting stops where the answer is known, so forgetting one note does not count a large store.
   const indexed = Number((host.stmt('forget.indexedCount', 'SELECT count(*) AS n FROM (SELECT 1 FROM blocks LIMIT ?)')
     .get(deleted.length * REWRITE_BREAK_EVEN + 1) as { n: number }).n)
@@ -524,11 +555,12 @@ function deleteIndexEntries(host: ForgetHost, deleted: readonly Block[], rids: r
   }
   for (let i = 0; i < deleted.length; i++) remove.run(rids[i]!, ...indexColumns(deleted[i]!.text))
   if (rewrite) {
-    host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
     option('automerge', automerge)
     option('hashsize', hashSize)
     option('secure-delete', 1)
   }
+  // `indexed` is exact when the rewrite way is taken (the count stopped below its limit).
+  return { deletion: rewrite ? 'rewrite' : 'secure-delete', indexed }
 }
 
 /** FTS5's default in-memory size of pending index changes, in bytes. */
@@ -537,33 +569,3 @@ const FTS5_HASH_SIZE = 1 << 20
 const FTS5_AUTOMERGE = 4
 /** The pending-change size for a rewrite's deletions: deleting 10,000 notes holds a few MiB. */
 const REWRITE_HASH_SIZE = 256 << 20
-
-/**
- * A TRUNCATE checkpoint: copies every WAL frame into the file and cuts the WAL to zero bytes.
- * While another connection reads an older snapshot it cannot finish; retried with short pauses,
- * never an error (SQLITE_BUSY is not passed on). True when the WAL is empty.
- */
-function clearWal(db: DatabaseSync, busyTimeoutMs: number): boolean {
-  const deadline = Date.now() + CHECKPOINT_WAIT_MS
-  const pause = new Int32Array(new SharedArrayBuffer(4))
-  db.exec(`PRAGMA busy_timeout = ${CHECKPOINT_ATTEMPT_MS}`)
-  try {
-    for (;;) {
-      try {
-        const row = db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number } | undefined
-        if (row === undefined || Number(row.busy) === 0) return true
-      } catch (error) {
-        const code = ((error as { errcode?: number }).errcode ?? 0) % 256
-        if (code !== SQLITE_BUSY && code !== SQLITE_LOCKED) throw error
-      }
-      if (Date.now() >= deadline) return false
-      Atomics.wait(pause, 0, 0, 20)
-    }
-  } finally {
-    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
-  }
-}
-
-/** SQLite result codes of a checkpoint that could not get its locks in time. */
-const SQLITE_BUSY = 5
-const SQLITE_LOCKED = 6

@@ -245,6 +245,16 @@ export const MIGRATIONS: readonly string[] = [
   INSERT INTO scope_count_mark (one, mark) SELECT 1, coalesce((SELECT max(block_rowid) FROM memberships), 0);
   ${SCOPE_COUNT_DELETE_TRIGGER};
   `,
+  // Forgets whose index bytes wait for the scrub (lib/store/scrub.ts): the notes are gone from
+  // every read at the forget's commit; a row here says the old index segments still hold them.
+  `
+  CREATE TABLE scrub_pending (
+    id         INTEGER PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    notes      INTEGER NOT NULL,
+    origin     TEXT    NOT NULL DEFAULT ''
+  );
+  `,
 ]
 
 /**

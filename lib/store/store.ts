@@ -17,6 +17,7 @@ import { ftsSegments, mergeDue, mergeIndex, mergeSlice, type MergeScope, type Sl
 import { enterWalMode, openFile, probe, refuseForeign, removeIdleWalFiles } from './open-file.ts'
 import { withoutFsync, withoutWaiting } from './pragmas.ts'
 import { SCHEMA_VERSION, migrate, schemaVersion } from './schema.ts'
+import { pendingScrubs, scrub, type PendingScrubs, type ScrubOptions, type ScrubResult } from './scrub.ts'
 import { LayerTable, type Layer } from './layers.ts'
 import { adopt, exists, mark, restore, type ChainAccess } from './supersede.ts'
 import { checkTag } from './tags.ts'
@@ -441,7 +442,8 @@ export class BlockStore {
 
   /**
    * Hard-deletes notes, by id or by filter, with their index entries, vectors and edges, and
-   * leaves no bytes of them in the file or its WAL; see `lib/store/forget.ts`.
+   * leaves no bytes of them in the file or its WAL: at return, or for a large forget without
+   * `wait` once the scrub has run (`bytesPending`, `scrub`); see `lib/store/forget.ts`.
    */
   forget(target: ForgetTarget, options: ForgetOptions = {}): ForgetResult {
     const result = forgetBlocks(this.forgetHost(), target, options)
@@ -450,6 +452,19 @@ export class BlockStore {
       this.forgets++
     }
     return result
+  }
+
+  /**
+   * Scrubs the bytes a large forget left in the index and the WAL, in bounded slices
+   * (`budgetMs`: a background host's turn); nothing to do when none is pending. lib/store/scrub.ts.
+   */
+  scrub(options: ScrubOptions = {}): ScrubResult {
+    return scrub(this.forgetHost(), options)
+  }
+
+  /** Forgets whose bytes the scrub has not removed yet (`stats`, `doctor`). */
+  pendingScrubs(): PendingScrubs {
+    return pendingScrubs(this.forgetHost())
   }
 
   /** Rewrites the index and the file without free space (`stablemem vacuum`); see `lib/store/forget.ts`. */
@@ -482,10 +497,15 @@ export class BlockStore {
     return mergeDue(this.db, levelsDone)
   }
 
-  /** Merges the full-text index into one segment in short transactions (`stablemem upkeep`, the end of an import); see `mergeIndex`. */
+  /**
+   * Merges the full-text index into one segment in short transactions (`stablemem upkeep`, the end
+   * of an import), which also finishes a pending scrub; see `mergeIndex` and `scrub`.
+   */
   upkeep(): UpkeepResult {
     this.assertOpen()
-    return mergeIndex(this.db, this.busyTimeoutMs)
+    const result = mergeIndex(this.db, this.busyTimeoutMs)
+    scrub(this.forgetHost())
+    return result
   }
 
   /** True when `forget` deleted this id and it has not been stored again. */
@@ -510,6 +530,7 @@ export class BlockStore {
       fileBytes: this.fileBytes(),
       lastWriteAt: counts.last_write === null ? null : Number(counts.last_write),
       ftsSegments: ftsSegments(this.db),
+      pendingScrubs: pendingScrubs(this.forgetHost()),
     }
   }
 

@@ -1,3 +1,5 @@
+import type { PendingScrubs } from './scrub.ts'
+
 /** What a caller hands to `commit`: the text and optional provenance. */
 export interface CommitInput {
   /** The note itself. Stored byte-identical after NFC normalisation and trimming. */
@@ -79,4 +81,6 @@ export interface StoreStats {
   lastWriteAt: number | null
   /** Segments of the full-text index; a query seeks each, so upkeep merges them (docs/recall.md, "Index upkeep"). */
   ftsSegments: number
+  /** Large forgets whose bytes are not scrubbed yet (lib/store/scrub.ts). */
+  pendingScrubs: PendingScrubs
 }

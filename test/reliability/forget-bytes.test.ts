@@ -12,7 +12,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
 import t, { type Test } from 'tap'
 import { blockId } from '../../lib/store/block-id.ts'
-import { indexDeletion } from '../../lib/store/forget.ts'
+import { DEFER_SCRUB_FROM, indexDeletion } from '../../lib/store/forget.ts'
 import { indexColumns } from '../../lib/store/fts-columns.ts'
 import { ftsStructure } from '../../lib/store/fts-structure.ts'
 import { MIGRATIONS, migrate } from '../../lib/store/schema.ts'
@@ -60,11 +60,49 @@ const fewAtATime: Forgetting = (store, { en, zh, newer }) => {
 }
 
 /**
- * Forgets the English secrets with 300 fillers (the rewrite way), then the Chinese one alone (the
- * secure-delete way again, which needs the option back on after the rewrite).
+ * Fillers of the stores where a large forget takes two phases: past `DEFER_SCRUB_FROM` indexed
+ * notes (below, the scrub runs before the call returns).
+ */
+const LARGE = DEFER_SCRUB_FROM + 400
+
+/** What a large forget left between its return and the scrub: the result's flag, the pending record, what reads still see, what the scan finds. */
+interface BetweenPhases {
+  bytesPending: boolean
+  pendingForgets: number
+  /** Reads that still find a forgotten English secret (get, the index). */
+  visible: number
+  found: string[]
+}
+
+const betweenPhases: BetweenPhases[] = []
+
+function recordBetween(store: BlockStoreType, result: { bytesPending: boolean }, ids: readonly string[]): void {
+  const visible = ids.filter((id) => store.get(id) !== undefined).length + store.matchCount('"zorblaxquux"') + store.matchCount('"quintessa"')
+  betweenPhases.push({ bytesPending: result.bytesPending, pendingForgets: store.pendingScrubs().forgets, visible, found: scan(store.path) })
+}
+
+/**
+ * Forgets the English secrets with 300 fillers (the rewrite way, in two phases: the call, then the
+ * scrub), then the Chinese one alone (the secure-delete way again, which needs the option back on
+ * after the rewrite).
  */
 const rewriteThenOne: Forgetting = (store, { en, zh, newer, fillers }) => {
-  store.forget([en, newer, ...fillers.slice(0, 300)])
+  const result = store.forget([en, newer, ...fillers.slice(0, 300)])
+  recordBetween(store, result, [en, newer])
+  store.scrub()
+  store.forget(zh)
+}
+
+/** The large forget and its scrub, nothing after them. */
+const rewriteAndScrub: Forgetting = (store, { en, zh, newer, fillers }) => {
+  store.forget([en, zh, newer, ...fillers.slice(0, 300)])
+  store.scrub()
+}
+
+/** The same large forget with `wait`: the bytes are gone when it returns. */
+const rewriteWaiting: Forgetting = (store, { en, zh, newer, fillers }) => {
+  const result = store.forget([en, newer, ...fillers.slice(0, 300)], { wait: true })
+  recordBetween(store, result, [en, newer])
   store.forget(zh)
 }
 
@@ -109,18 +147,19 @@ const aroundUpkeep: Forgetting = (store, stored) => {
  * and access counts (which rewrite the secrets' rows), a supersede, an edge; then forget. Returns
  * what the scan finds before forgetting, right after (store open), and after closing.
  */
-function scenario(Store: StoreClass, label: string, forget: Forgetting): { before: string[], open: string[], closed: string[], path: string } {
+function scenario(Store: StoreClass, label: string, forget: Forgetting, fillerCount = 800): { before: string[], open: string[], closed: string[], path: string } {
   const path = tempStorePath(label)
   const store = new Store(path)
   const filler = (i: number) => ({ text: `filler note ${i}: service s${i} listens on port ${20000 + i}, 服务 ${i} 部署在 机房${i % 7}`, source: 'seed' })
-  const fillers = store.commitMany(Array.from({ length: 400 }, (_, i) => filler(i))).map((r) => r.id)
+  const half = fillerCount / 2
+  const fillers = store.commitMany(Array.from({ length: half }, (_, i) => filler(i))).map((r) => r.id)
   const en = store.commit({ text: SECRET_EN, source: 'user', scene: 'secret' }).id
   const zh = store.commit({ text: SECRET_ZH, source: 'user' }).id
   store.commit({ text: SECRET_EN, scene: 'secret-2', semanticType: 'Code' }) // rewrites the row with new tags
   store.recordAccess([en, zh, en])
   const newer = store.commit({ text: `${SECRET_EN} (confirmed)`, supersedes: en }).id
   store.link({ sourceKind: 'block', sourceId: zh, targetKind: 'scene', targetId: 'people', type: 'in' })
-  fillers.push(...store.commitMany(Array.from({ length: 400 }, (_, i) => filler(400 + i))).map((r) => r.id))
+  fillers.push(...store.commitMany(Array.from({ length: half }, (_, i) => filler(half + i))).map((r) => r.id))
   const before = scan(path)
   forget(store, { en, zh, newer, fillers })
   const open = scan(path)
@@ -149,17 +188,37 @@ t.test('after forget no byte of the note is left in the file, the WAL or the sha
 })
 
 t.test('a forget large enough to rewrite the index leaves no trace either, nor does a small one after it', async (t) => {
-  const { before, open, closed, path } = scenario(BlockStore, 'bytes-rewrite', rewriteThenOne)
+  betweenPhases.length = 0
+  const { before, open, closed, path } = scenario(BlockStore, 'bytes-rewrite', rewriteThenOne, LARGE)
   t.ok(before.length >= 6, `the scan sees the notes while they are stored (${before.length} hits)`)
+  const [between] = betweenPhases
+  t.ok(between!.bytesPending, 'the call returned with the bytes pending')
+  t.equal(between!.pendingForgets, 1, 'recorded durably')
+  t.equal(between!.visible, 0, 'and the notes invisible: neither get nor the index finds them')
+  t.ok(between!.found.some(enTerm), `before the scrub the old index segments still hold their terms (${between!.found.length} hits)`)
   t.same(open, [], 'nothing found while the store is still open')
   t.same(closed, [], 'nothing found after it is closed')
   const store = new BlockStore(path)
   t.teardown(() => store.close())
   t.same(store.integrityCheck(), ['ok'])
-  t.equal(store.count(), 501)
-  t.equal(store.matchCount('"filler"'), 500)
-  t.equal(store.matchCount('"部署"'), 500)
+  t.equal(store.count(), LARGE - 299)
+  t.equal(store.matchCount('"filler"'), LARGE - 300)
+  t.equal(store.matchCount('"部署"'), LARGE - 300)
   t.equal(store.matchCount(CJK_TERMS), 0, 'the index holds none of its bigrams')
+})
+
+t.test('a large forget with wait returns with the bytes gone', async (t) => {
+  betweenPhases.length = 0
+  const { open, closed } = scenario(BlockStore, 'bytes-wait', rewriteWaiting, LARGE)
+  t.match(betweenPhases, [{ bytesPending: false, pendingForgets: 0, visible: 0, found: [] }], 'nothing pending, nothing found at return')
+  t.same(open, [])
+  t.same(closed, [])
+  const m = mutant({ file: 'store/forget.ts', from: 'if (result.bytesPending && (options.wait === true || scrubNow)) {', to: 'if (false) {' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: StoreClass }>('store/store.ts')
+  betweenPhases.length = 0
+  scenario(Mutated, 'bytes-mutant', rewriteWaiting, LARGE)
+  t.ok(betweenPhases[0]!.found.some(enTerm), 'mutation check: without the wait the call returns with the terms on disk')
 })
 
 t.test('index upkeep brings nothing back: forgetting during a merge under way, or before and after one, leaves no trace', async (t) => {
@@ -239,11 +298,11 @@ t.test('vacuum shrinks the file after a large forget and leaves no trace either'
 })
 
 /** Runs a scenario on a copy of lib/ with one edit; returns what the scan found after forgetting. */
-async function mutated(t: Test, edit: Edit, forget: Forgetting = fewAtATime): Promise<string[]> {
+async function mutated(t: Test, edit: Edit, forget: Forgetting = fewAtATime, fillerCount?: number): Promise<string[]> {
   const m = mutant(edit)
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<{ BlockStore: StoreClass }>('store/store.ts')
-  const { open, closed } = scenario(Mutated, 'bytes-mutant', forget)
+  const { open, closed } = scenario(Mutated, 'bytes-mutant', forget, fillerCount)
   return [...open, ...closed]
 }
 
@@ -265,12 +324,15 @@ t.test('mutation check: without the index\'s secure-delete option its terms are 
   t.ok(found.some(enTerm), `found: ${found.join('; ')}`)
 })
 
-t.test('mutation check: a large forget without the index rewrite leaves its terms', async (t) => {
-  const found = await mutated(t, {
-    file: 'store/forget.ts',
-    from: `host.db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")\n    option('automerge'`,
-    to: `option('automerge'`,
-  }, rewriteThenOne)
+t.test('mutation check: a scrub that does not merge the index leaves its terms', async (t) => {
+  const m = mutant(
+    { file: 'store/scrub.ts', from: 'while (ftsSegments(db) > 1) {', to: 'while (false) {' },
+    { file: 'store/scrub.ts', from: 'if (ftsSegments(db) > 1) {\n      db.exec(\'ROLLBACK\')', to: 'if (false) {\n      db.exec(\'ROLLBACK\')' },
+  )
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: StoreClass }>('store/store.ts')
+  const { open, closed } = scenario(Mutated, 'bytes-mutant', rewriteThenOne, LARGE)
+  const found = [...open, ...closed]
   t.ok(found.some(enTerm), `found: ${found.join('; ')}`)
 })
 
@@ -302,6 +364,13 @@ t.test('mutation check: deleting without the Chinese column leaves its bigrams i
 })
 
 t.test('mutation check: without the WAL checkpoint the old pages in the WAL still hold it', async (t) => {
-  const found = await mutated(t, { file: 'store/forget.ts', from: 'if (!dryRun && result.deleted.length > 0) result.walCleared = clearWal(db, host.busyTimeoutMs)', to: '' })
+  const found = await mutated(t, { file: 'store/forget.ts', from: 'result.walCleared = clearWal(db, host.busyTimeoutMs)', to: '' })
   t.ok(found.some((f) => f.endsWith(' in -wal')), `found: ${found.join('; ')}`)
+})
+
+t.test('mutation check: a scrub without its WAL checkpoint leaves the old pages in the WAL', async (t) => {
+  const found = await mutated(t, { file: 'store/scrub.ts', from: 'walCleared: clearWal(db, host.busyTimeoutMs) }', to: 'walCleared: false }' }, rewriteAndScrub, LARGE)
+  t.ok(found.some((f) => f.endsWith(' in -wal')), `found: ${found.join('; ')}`)
+  const clean = scenario(BlockStore, 'bytes-scrub', rewriteAndScrub, LARGE)
+  t.same(clean.open, [], 'the real scrub leaves nothing')
 })

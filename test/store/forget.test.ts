@@ -127,7 +127,7 @@ t.test('a dry run reports exactly what forget would do and changes nothing', asy
   const a = store.commit({ text: 'port 1111', scene: 's' }).id
   const b = store.commit({ text: 'port 2222', scene: 's', supersedes: a }).id
   const dry = store.forget({ scene: 's' }, { dryRun: true })
-  t.same({ ...dry, deleted: ids(dry.deleted) }, { deleted: [a, b], unknown: [], restored: [], derived: [], edges: 1, vectors: 0, dryRun: true, walCleared: false })
+  t.same({ ...dry, deleted: ids(dry.deleted) }, { deleted: [a, b], unknown: [], restored: [], derived: [], edges: 1, vectors: 0, dryRun: true, walCleared: false, bytesPending: false })
   t.equal(store.count(), 2)
   t.equal(store.get(b)!.supersededBy, null)
   t.equal(store.get(a)!.supersededBy, b)

@@ -26,7 +26,9 @@ export const command: Command = {
     'Deletes notes for good: the note, its index entries, its vectors and its edges, in one',
     'transaction, with no bytes left in the store file or its WAL. Lists what it will delete and',
     'asks for confirmation on a terminal. --scene, --source and --before narrow together.',
-    'Ids that are not stored are reported (exit code 1) while the others are forgotten.',
+    'Ids that are not stored are reported (exit code 1) while the others are forgotten. A large',
+    'forget prints its result as soon as the notes are gone from every read, then scrubs their',
+    'bytes from the index before it exits; --wait prints only once the bytes are gone.',
     '',
     '  --scene <key>      notes of this scene',
     '  --source <tag>     notes with this source tag',
@@ -36,7 +38,8 @@ export const command: Command = {
     '  --dry-run          only list what would be deleted',
     '  --keep-superseded  a note a forgotten one had replaced stays retired (default: it is recalled again)',
     '  --keep-duplicates  forgetting by id leaves the notes\' near-duplicates (default: they go too)',
-    '  --json             print the result as JSON: {deleted, unknown, restored, derived, edges, vectors, dryRun, walCleared}',
+    '  --wait             print the result only when the bytes are gone (a large forget scrubs them after it)',
+    '  --json             print the result as JSON: {deleted, unknown, restored, derived, edges, vectors, dryRun, walCleared, bytesPending}',
     '',
     'With --shared it deletes the team\'s shared notes instead (for everyone in the team, within its',
     'namespace; docs/team.md), with the same filters and confirmation; --json prints',
@@ -54,6 +57,7 @@ export const command: Command = {
     'dry-run': { type: 'boolean' },
     'keep-superseded': { type: 'boolean' },
     'keep-duplicates': { type: 'boolean' },
+    wait: { type: 'boolean' },
     json: { type: 'boolean' },
     shared: { type: 'boolean' },
     ...TEAM_OPTIONS,
@@ -81,8 +85,14 @@ export const command: Command = {
           return 1
         }
       }
-      const result = store.forget(preview.deleted.map((b) => b.id), { ...options, withDuplicates: false, origin: 'cli' })
+      const result = store.forget(preview.deleted.map((b) => b.id), { ...options, withDuplicates: false, origin: 'cli', wait: values.wait === true })
       report(io, { ...result, unknown: preview.unknown }, json)
+      // A large forget returned once the notes were gone from every read; this process has no
+      // later moment, so it scrubs their bytes before it exits (the result is already printed).
+      if (result.bytesPending) {
+        const scrubbed = store.scrub()
+        if (!json) println(io.stdout, scrubbed.pending ? 'their bytes are still in the index: `stablemem upkeep` finishes the scrub' : 'their bytes are scrubbed from the index and the WAL')
+      }
       return preview.unknown.length > 0 ? 1 : 0
     })
   },
@@ -93,7 +103,7 @@ export const command: Command = {
  * the team layer; what was shown is what is deleted (the preview's ids).
  */
 async function forgetShared(target: string[] | ForgetFilter, values: Record<string, string | boolean | undefined>, io: CliIo): Promise<number> {
-  for (const local of ['keep-superseded', 'keep-duplicates'] as const) {
+  for (const local of ['keep-superseded', 'keep-duplicates', 'wait'] as const) {
     if (values[local] === true) throw new UsageError(`--${local} applies to this machine's notes, not to --shared`)
   }
   const dryRun = values['dry-run'] === true

@@ -10,7 +10,8 @@ export const command: Command = {
     'Usage: stablemem stats [--by-scope] [--db <path>] [--json]',
     '',
     'Blocks, edges, file size, schema version, the time of the last write and the segments of the',
-    'full-text index (each query seeks every one; `stablemem upkeep` merges them).',
+    'full-text index (each query seeks every one; `stablemem upkeep` merges them), and large forgets',
+    'whose bytes are not scrubbed yet.',
     '',
     '  --by-scope  notes per scope (global, each workspace, each preset); a note in two scopes counts in both',
     '  --json  one JSON object instead of lines',
@@ -31,6 +32,8 @@ export const command: Command = {
     println(io.stdout, `schema version: ${stats.schemaVersion}`)
     println(io.stdout, `last write:     ${stats.lastWriteAt === null ? 'never' : new Date(stats.lastWriteAt).toISOString()}`)
     println(io.stdout, `index segments: ${stats.ftsSegments}`)
+    const scrubs = stats.pendingScrubs
+    println(io.stdout, `pending scrubs: ${scrubs.forgets === 0 ? 'none' : `${scrubs.forgets} forget(s) of ${scrubs.notes} note(s) since ${new Date(scrubs.since!).toISOString()} still have bytes in the index (\`stablemem upkeep\` finishes)`}`)
     println(io.stdout, `layers:         ${stats.layers.stable} stable, ${stats.layers.cold} cold (${stats.layers.captured} captured at compaction, ${stats.layers.undistilled} waiting for another try)`)
     println(io.stdout, `last cooling:   ${stats.cooling === null ? 'never' : `${new Date(stats.cooling.lastRunAt).toISOString()} ${stats.cooling.result}`}`)
     if (stats.byScope !== undefined) {

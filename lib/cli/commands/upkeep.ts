@@ -1,4 +1,4 @@
-/** `stablemem upkeep`: merges the full-text index into one segment, so every query seeks one. */
+/** `stablemem upkeep`: merges the full-text index into one segment, so every query seeks one, and finishes a pending scrub. */
 import { println, type Command } from '../command.ts'
 import { openExisting, withStore } from '../open-store.ts'
 
@@ -11,7 +11,8 @@ export const command: Command = {
     'a store written by many commits keeps several. It works in short write transactions, so',
     'other processes (a running dsh, another command) wait one slice at most; interrupted, the',
     'next run goes on from where it stopped. The plugin does the same while idle once the index',
-    'has 8 segments; `stablemem import` ends with it. `stablemem stats` shows the count.',
+    'has 8 segments; `stablemem import` ends with it. `stablemem stats` shows the count. It also',
+    'finishes the scrub of a large forget whose bytes are still in the index (`stats`, `doctor`).',
     '',
     '  --json  print {segmentsBefore, segmentsAfter, slices, ms, longestSliceMs} as JSON',
   ].join('\n'),

@@ -29,6 +29,7 @@ export function registerHeartbeat(ctx: Context, service: () => StableMem, config
       if (running || disposed) return
       const memory = service()
       if (memory.unavailableReason() !== undefined) return
+      memory.scrubLater() // a large forget's scrub that an error or an exit left unfinished
       running = true
       try {
         const report = await memory.cool()
