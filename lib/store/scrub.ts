@@ -13,9 +13,10 @@
  * IMMEDIATE transaction of about `SLICE_PAGES` leaf pages, so other writers wait one slice at
  * most): merging drops every entry a newer marker cancels, and the markers themselves once the
  * output is the only segment; the pages it frees are zeroed (`PRAGMA secure_delete`). When one
- * segment is left, the pending rows are deleted in a transaction that checks it again (a forget by
- * another process in between adds a segment, so it is never cleared unscrubbed), and a TRUNCATE
- * checkpoint empties the WAL of the old page images. Whoever opens the store next can finish it:
+ * segment is left, a TRUNCATE checkpoint empties the WAL of the old page images, and only then are
+ * the pending rows deleted, in a transaction that checks the segments again (a forget by another
+ * process in between adds one, so it is never cleared unscrubbed). A kill at any point leaves the
+ * record until the bytes are gone from the file and the WAL. Whoever opens the store next can finish it:
  * the service's background slices, `stablemem upkeep`, `stablemem forget` itself before it
  * exits, and `forget(…, { wait: true })`.
  */
@@ -94,14 +95,17 @@ export function scrub(host: ScrubHost, options: ScrubOptions = {}): ScrubResult 
       // FTS5 found nothing to merge with segments left (not seen, but the loop must end): one rewrite does it.
       if (outcome === 'done' && ftsSegments(db) > 1) db.exec("INSERT INTO blocks_fts (blocks_fts) VALUES ('optimize')")
     }
+    // The WAL first: it still holds the old index pages. The record goes only once it is empty, so
+    // a crash in between leaves the record, and the next scrub checkpoints again.
+    if (!clearWal(db, host.busyTimeoutMs, wait ? CHECKPOINT_WAIT_MS : 0)) return { pending: true, slices, walCleared: false }
     let cleared: boolean
     try {
       cleared = wait ? clearRecords(host) : withoutWaiting(db, host.busyTimeoutMs, () => clearRecords(host))
     } catch (error) {
-      if (!wait && isBusy(error)) return { pending: true, slices, walCleared: false }
+      if (!wait && isBusy(error)) return { pending: true, slices, walCleared: true }
       throw error
     }
-    if (cleared) return { pending: false, slices, walCleared: clearWal(db, host.busyTimeoutMs) }
+    if (cleared) return { pending: false, slices, walCleared: true }
   }
 }
 
@@ -136,11 +140,12 @@ const CHECKPOINT_ATTEMPT_MS = 50
 
 /**
  * A TRUNCATE checkpoint: copies every WAL frame into the file and cuts the WAL to zero bytes.
- * While another connection reads an older snapshot it cannot finish; retried with short pauses,
- * never an error (SQLITE_BUSY is not passed on). True when the WAL is empty.
+ * While another connection reads an older snapshot it cannot finish; retried with short pauses
+ * for `waitMs` in all (one attempt with 0), never an error (SQLITE_BUSY is not passed on). True
+ * when the WAL is empty.
  */
-export function clearWal(db: DatabaseSync, busyTimeoutMs: number): boolean {
-  const deadline = Date.now() + CHECKPOINT_WAIT_MS
+export function clearWal(db: DatabaseSync, busyTimeoutMs: number, waitMs = CHECKPOINT_WAIT_MS): boolean {
+  const deadline = Date.now() + waitMs
   const pause = new Int32Array(new SharedArrayBuffer(4))
   db.exec(`PRAGMA busy_timeout = ${CHECKPOINT_ATTEMPT_MS}`)
   try {

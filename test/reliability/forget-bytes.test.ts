@@ -369,8 +369,45 @@ t.test('mutation check: without the WAL checkpoint the old pages in the WAL stil
 })
 
 t.test('mutation check: a scrub without its WAL checkpoint leaves the old pages in the WAL', async (t) => {
-  const found = await mutated(t, { file: 'store/scrub.ts', from: 'walCleared: clearWal(db, host.busyTimeoutMs) }', to: 'walCleared: false }' }, rewriteAndScrub, LARGE)
+  const found = await mutated(t, { file: 'store/scrub.ts', from: 'if (!clearWal(db, host.busyTimeoutMs, wait ? CHECKPOINT_WAIT_MS : 0)) return', to: 'if (false) return' }, rewriteAndScrub, LARGE)
   t.ok(found.some((f) => f.endsWith(' in -wal')), `found: ${found.join('; ')}`)
   const clean = scenario(BlockStore, 'bytes-scrub', rewriteAndScrub, LARGE)
   t.same(clean.open, [], 'the real scrub leaves nothing')
+})
+
+/** A large forget, then the scrub while another connection holds a read snapshot, then again after it ends. */
+function scrubUnderReader(Store: StoreClass): { whileRead: { pending: boolean, records: number }, after: { pending: boolean, records: number }, found: string[] } {
+  const path = tempStorePath('scrub-reader')
+  const store = new Store(path)
+  try {
+    store.commitMany(Array.from({ length: LARGE }, (_, i) => ({ text: `kept note ${i} on port ${20000 + i}`, scene: 'kept' })))
+    store.commitMany(Array.from({ length: 300 }, (_, i) => ({ text: `doomed note ${i}`, scene: 'doomed' })))
+    store.commit({ text: SECRET_EN, scene: 'doomed' })
+    store.commit({ text: SECRET_ZH, scene: 'doomed' })
+    store.forget({ scene: 'doomed' })
+    const reader = new DatabaseSync(path, { readOnly: true })
+    reader.exec('BEGIN')
+    reader.prepare('SELECT count(*) AS n FROM blocks').get()
+    const first = store.scrub({ wait: false })
+    const whileRead = { pending: first.pending, records: store.pendingScrubs().forgets }
+    reader.exec('COMMIT')
+    reader.close()
+    const second = store.scrub()
+    return { whileRead, after: { pending: second.pending, records: store.pendingScrubs().forgets }, found: scan(path) }
+  } finally {
+    store.close()
+  }
+}
+
+t.test('a reader holding an old snapshot: the scrub keeps its record until the WAL is empty', async (t) => {
+  const real = scrubUnderReader(BlockStore)
+  t.same(real.whileRead, { pending: true, records: 1 }, 'while the reader holds the WAL, the scrub is not done and says so')
+  t.same(real.after, { pending: false, records: 0 }, 'once it ends, the next scrub finishes')
+  t.same(real.found, [], 'and nothing is left')
+  const m = mutant({ file: 'store/scrub.ts', from: 'if (!clearWal(db, host.busyTimeoutMs, wait ? CHECKPOINT_WAIT_MS : 0)) return { pending: true, slices, walCleared: false }', to: 'clearWal(db, host.busyTimeoutMs, 0)' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: StoreClass }>('store/store.ts')
+  const mutated = scrubUnderReader(Mutated)
+  t.equal(mutated.whileRead.records, 0, 'mutation check: clearing the record whatever the checkpoint did, it is gone while the reader holds the WAL')
+  t.ok(mutated.found.some((f) => f.endsWith(' in -wal')), `and the old pages stay in the WAL with nothing left to scrub them (${mutated.found.join('; ')})`)
 })
