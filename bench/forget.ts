@@ -10,7 +10,10 @@
  *    the checkpoint, which is what every forget used to cost;
  * 3. forgetting `--batch` notes by id in one call (still the secure-delete way, near break-even);
  * 4. forgetting `--forget` notes by one filter (`{scene}`) in one call (the issue's bound: ≤ 1 s for
- *    10,000 at 100k; the rewrite way); with `--baseline-lib <dir>` (the `lib/` of another commit,
+ *    10,000 at 100k; the rewrite way, in two phases): the time until the notes are invisible (the
+ *    call), then the scrub as a running agent does it (bounded background turns) and the time until
+ *    the bytes are gone, checked by searching the file, its WAL and its shared memory for a marker
+ *    note's words (also after step 1, whose bytes must be gone at return); with `--baseline-lib <dir>` (the `lib/` of another commit,
  *    e.g. `git archive <commit> lib | tar -x -C .cache/baseline`), first the same forget by that
  *    code on a byte-identical copy of the store, as the baseline of the same run (ratio);
  *    4b. before it, the index's share of that forget for several index designs side by side, each
@@ -25,7 +28,7 @@
  *    index with secure-delete off, and the previous release's `contentless_delete` index.
  * With `--json` the last line is one JSON object.
  */
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -33,6 +36,7 @@ import { parseArgs } from 'node:util'
 import { DatabaseSync } from 'node:sqlite'
 import { recallBlocks } from '../lib/recall/recall.ts'
 import { indexDeletion } from '../lib/store/forget.ts'
+import { BACKGROUND_SLICE_MS } from '../lib/store/scrub.ts'
 import { jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { measureCandidates, type CandidateResult } from './forget-index.ts'
 import { BlockStore } from '../lib/store/store.ts'
@@ -89,7 +93,27 @@ for (let from = 0; from < N; from += 1000) {
   for (let i = from; i < Math.min(N, from + 1000); i++) batch.push({ text: gen.block(i).text, source: 'bench', scene: sceneOf(i) })
   store.commitMany(batch)
 }
+// Marker notes with words no other note has, one per role that is forgotten, so the raw bytes of the
+// file, its WAL and its shared memory can be searched for them after each forget.
+const MARKERS = { single: 'xqjsinglemarker Kvöldrimmer 单铭痕', doomed: 'jxqdoomedmarker Ystravelline 毁铭痕' }
+for (const [scene, text] of Object.entries(MARKERS)) store.commit({ text: `${text}: a note that must leave no bytes`, source: 'bench', scene })
 log(`committed ${store.count()} blocks in ${Math.round(nowMs() - t0)} ms`)
+
+/** Which of a marker's words the store's files still hold (a Latin word by its first 8 letters, lower-cased: the index stems it). */
+function bytesLeft(marker: string): string[] {
+  const words = marker.split(' ').flatMap((w) => /^[\p{Script=Han}]+$/u.test(w) ? [w] : [w, w.toLowerCase().slice(0, 8)])
+  const found: string[] = []
+  for (const suffix of ['', '-wal', '-shm']) {
+    let bytes: Buffer
+    try {
+      bytes = readFileSync(path + suffix)
+    } catch {
+      continue
+    }
+    for (const word of words) if (bytes.includes(Buffer.from(word, 'utf8'))) found.push(`${word} in ${suffix || 'db'}`)
+  }
+  return found
+}
 // The store as commits left it (its index in several segments), for the index candidates (4b).
 const committed = join(dir, 'committed.db')
 if (args.candidates) {
@@ -128,7 +152,8 @@ const idsOf = (scene: string) => [...store.allBlocks()].filter((b) => b.scene ==
 // 1. One id per call, as the model tool or a user deletes one note.
 const singles = idsOf('single')
 const single = perNote(timed(() => { for (const id of singles) store.forget(id) }), singles.length)
-log(`one id per call: ${single.notes} notes, ${single.wall_ms_per_note} ms wall, ${single.cpu_ms_per_note} ms CPU per note`)
+const singleBytesLeft = bytesLeft(MARKERS.single)
+log(`one id per call: ${single.notes} notes, ${single.wall_ms_per_note} ms wall, ${single.cpu_ms_per_note} ms CPU per note; marker bytes left at return: ${singleBytesLeft.length === 0 ? 'none' : singleBytesLeft.join(', ')}`)
 
 // 2. The previous release's cost in the same run: the same forget, then a full index rewrite and checkpoint.
 const rewriter = new DatabaseSync(path, { timeout: 5000 })
@@ -176,7 +201,24 @@ if (args['baseline-lib'] !== undefined) {
 }
 let result: ReturnType<typeof store.forget> | undefined
 const filter = timed(() => { result = store.forget({ scene: 'doomed' }) })
-log(`forget by filter (${filterWay}): ${result!.deleted.length} notes in ${Math.round(filter.wall_ms)} ms wall, ${Math.round(filter.cpu_ms)} ms CPU (WAL cleared: ${result!.walCleared})`)
+log(`forget by filter (${filterWay}): ${result!.deleted.length} notes invisible in ${Math.round(filter.wall_ms)} ms wall, ${Math.round(filter.cpu_ms)} ms CPU (bytes pending: ${result!.bytesPending})`)
+// Phase 2 as a running agent does it (lib/store/scrub.ts, scrubInBackground): bounded turns that
+// yield to the event loop between them, timed from the forget's return until the bytes are gone.
+const pendingBytes = bytesLeft(MARKERS.doomed)
+const scrubStart = nowMs()
+const scrubCpu = cpuMs()
+let scrubSlices = 0
+let scrubTurns = 0
+for (;;) {
+  const turn = store.scrub({ budgetMs: BACKGROUND_SLICE_MS, wait: false })
+  scrubSlices += turn.slices
+  scrubTurns++
+  if (!turn.pending) break
+  await new Promise((resolve) => setImmediate(resolve))
+}
+const scrub = { wall_ms: nowMs() - scrubStart, cpu_ms: cpuMs() - scrubCpu }
+const scrubbedBytes = bytesLeft(MARKERS.doomed)
+log(`scrub: bytes gone ${Math.round(filter.wall_ms + scrub.wall_ms)} ms after the call began (${Math.round(scrub.wall_ms)} ms after it returned, ${Math.round(scrub.cpu_ms)} ms CPU, ${scrubSlices} slices in ${scrubTurns} turns); marker bytes before: ${pendingBytes.length}, after: ${scrubbedBytes.length === 0 ? 'none' : scrubbedBytes.join(', ')}`)
 
 const recallAfter = recallLatency()
 log(`recall after: p50 ${recallAfter.p50_ms} ms, p99 ${recallAfter.p99_ms} ms`)
@@ -237,8 +279,12 @@ const ms = (t: { wall_ms: number, cpu_ms: number }) => ({ wall_ms: Math.round(t.
 const out = {
   blocks: N,
   forgotten: result!.deleted.length,
-  forget_filter: { ...ms(filter), index: filterWay },
+  forget_filter: { ...ms(filter), index: filterWay, bytes_pending: result!.bytesPending },
   forget_filter_ms: Math.round(filter.wall_ms),
+  forget_visible_ms: Math.round(filter.wall_ms),
+  scrub: { ...ms(scrub), slices: scrubSlices, turns: scrubTurns, marker_bytes_before: pendingBytes.length, marker_bytes_after: scrubbedBytes },
+  bytes_gone_after_return_ms: Math.round(scrub.wall_ms),
+  single_marker_bytes_at_return: singleBytesLeft,
   ...(baselineFilter === undefined ? {} : {
     baseline_forget_filter: { wall_ms: Math.round(baselineFilter.wall_ms), cpu_ms: Math.round(baselineFilter.cpu_ms), lib: baselineFilter.lib },
     forget_filter_cpu_ratio_vs_baseline: round(filter.cpu_ms / baselineFilter.cpu_ms, 3),
