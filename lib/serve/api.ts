@@ -16,6 +16,7 @@ import { MAX_TOP_K } from '../recall/recall.ts'
 import type { Hit } from '../recall/types.ts'
 import type { BrowseFilter } from '../store/browse.ts'
 import { GLOBAL_SCOPE } from '../store/scope-key.ts'
+import { scrubInBackground } from '../store/scrub.ts'
 import type { BlockStore } from '../store/store.ts'
 import type { Block } from '../store/types.ts'
 import { LINE_BREAK } from '../text/invisible.ts'
@@ -203,13 +204,19 @@ function edit(api: ApiContext, req: ApiRequest) {
   })
 }
 
-/** Forgets notes by id, through the store's forget path (index rewrite, WAL checkpoint, tombstones). */
+/** Forgets notes by id, through the store's forget path (index deletes, WAL checkpoint, tombstones; a large forget's scrub in the background). */
 function forget(api: ApiContext, req: ApiRequest) {
   const body = object(req.body)
   if (!Array.isArray(body.ids) || body.ids.length === 0 || body.ids.length > 1000) throw new StableMemError('invalid_input', 'ids must be a list of 1 to 1000 note ids')
   const ids = body.ids.map((id, i) => string(id, `ids[${i}]`))
-  const result = api.store.forget(ids, { origin: 'serve', dryRun: body.dryRun === true, withDuplicates: false })
-  return { deleted: result.deleted.map((b) => b.id), unknown: result.unknown, restored: result.restored, dryRun: result.dryRun, walCleared: result.walCleared }
+  const { store } = api
+  const result = store.forget(ids, { origin: 'serve', dryRun: body.dryRun === true, withDuplicates: false })
+  // A large forget left its bytes to the scrub: this server runs it between requests.
+  if (result.bytesPending) {
+    scrubInBackground(() => store.isClosed ? undefined : store,
+      (error) => process.stderr.write(`stablemem serve: scrubbing the forgotten notes' bytes failed (\`stablemem upkeep\` finishes it): ${error instanceof Error ? error.message : String(error)}\n`))
+  }
+  return { deleted: result.deleted.map((b) => b.id), unknown: result.unknown, restored: result.restored, dryRun: result.dryRun, walCleared: result.walCleared, bytesPending: result.bytesPending }
 }
 
 /** Marks `id` as a near-duplicate of `of` (a `duplicates` edge, as commit's `link` policy records). */
