@@ -12,6 +12,8 @@ export interface ServeProcess {
   origin: string
   token: string
   port: number
+  /** The process id (for a kill -9). */
+  pid: number
   /** Everything printed so far. */
   output(): string
   /** Ctrl-C; resolves with the exit code. */
@@ -34,7 +36,7 @@ export function startServe(db: string, args: string[] = [], env: NodeJS.ProcessE
       child.stdout.off('data', onData)
       child.stdout.on('data', (more: Buffer) => { out += more.toString('utf8') })
       resolve({
-        url: match[0], origin: match[1]!, token: match[2]!, port: Number(new URL(match[1]!).port),
+        url: match[0], origin: match[1]!, token: match[2]!, port: Number(new URL(match[1]!).port), pid: child.pid!,
         output: () => out,
         stop: async () => {
           if (child.exitCode === null) child.kill('SIGINT')
