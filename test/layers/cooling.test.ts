@@ -224,7 +224,8 @@ t.test('heartbeat: single-flight, and a tick after dispose never runs', async (t
   let calls = 0
   let release!: () => void
   const gate = new Promise<void>((resolve) => { release = resolve })
-  const fake = { unavailableReason: () => undefined, cool: async () => { calls++; await gate; return { cooled: 0, kept: 0 } } }
+  let scrubs = 0
+  const fake = { unavailableReason: () => undefined, scrubLater: () => { scrubs++ }, cool: async () => { calls++; await gate; return { cooled: 0, kept: 0 } } }
   const config = resolveConfig({ layers: { ...resolveConfig().layers, heartbeatMinutes: 1 } })
   const h = await boot({ path: tempStorePath() })
   t.teardown(() => h.dispose())
@@ -236,6 +237,7 @@ t.test('heartbeat: single-flight, and a tick after dispose never runs', async (t
   release()
   await Promise.all([first, second])
   t.equal(calls, 1, 'the second tick did not join the running one')
+  t.equal(scrubs, 1, 'the tick also finishes a pending scrub (lib/store/scrub.ts)')
   await fiber.dispose()
   await beat!.tick()
   t.equal(calls, 1, 'no tick after dispose')
@@ -247,7 +249,7 @@ t.test('mutation: without the dispose guard a late tick runs', async (t) => {
   t.teardown(() => m.remove())
   const { registerHeartbeat: mutantBeat } = await m.load<typeof import('../../lib/kernel/layers/heartbeat.ts')>('kernel/layers/heartbeat.ts')
   let calls = 0
-  const fake = { unavailableReason: () => undefined, cool: async () => { calls++; return { cooled: 0, kept: 0 } } }
+  const fake = { unavailableReason: () => undefined, scrubLater: () => undefined, cool: async () => { calls++; return { cooled: 0, kept: 0 } } }
   const h = await boot({ path: tempStorePath() })
   t.teardown(() => h.dispose())
   let beat: ReturnType<typeof registerHeartbeat>
