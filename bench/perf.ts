@@ -6,6 +6,8 @@
  *
  * 1. Generates a seeded corpus (bench/corpus.ts) and commits it through `BlockStore` into a fresh
  *    file: the first blocks one commit each, the rest with `commitMany` in batches.
+ * 1c. The bulk path: an export of that store restored by `stablemem import`'s path into a new file
+ *    (`import_per_s`, `import_vs_floor`, and per CPU second).
  * 2. Builds the floor: a plain `(rowid, text)` table plus an FTS5 table with the same columns,
  *    tokenizer and indexed text, the same connection settings (WAL, synchronous FULL, 64 MiB page
  *    cache), filled with raw prepared statements in one transaction.
@@ -49,6 +51,7 @@ import { GLOBAL_SCOPE } from '../lib/store/scope-key.ts'
 import { SCHEMA_VERSION } from '../lib/store/schema.ts'
 import { UPKEEP_DUE_SEGMENTS } from '../lib/store/fts-upkeep.ts'
 import { BlockStore } from '../lib/store/store.ts'
+import { exportJsonl, importJsonl } from '../lib/store/transfer.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { canonicalText, scrubQuery } from '../lib/text/normalize.ts'
 import { jsonWanted, kindsFlag, progressLog, wholeFlag } from './args.ts'
@@ -105,6 +108,8 @@ interface Build {
   commitPerS: number, batchCommitPerS: number, floorInsertPerS: number, stored: number, schema: number
   /** The same rates per second of this process's CPU time (absent in builds cached before they were measured). */
   batchCommitCpuPerS?: number, floorInsertCpuPerS?: number
+  /** Step 1c: `stablemem import`'s path restoring an export of the store into a new file, wall and CPU (absent in older caches). */
+  importPerS?: number, importCpuPerS?: number
 }
 const cached = args.cache !== '' && !args.rebuild && existsSync(metaPath)
 let build: Build
@@ -113,17 +118,20 @@ if (cached) {
   log(`corpus: ${N} blocks, seed ${SEED}; reusing the files built in ${dir} at schema version ${build.schema} (opening upgrades them)`)
 } else {
   if (args.cache !== '') { rmSync(dir, { recursive: true, force: true }); mkdirSync(dir, { recursive: true }) }
-  build = buildFiles()
+  build = await buildFiles()
   if (args.cache !== '') writeFileSync(metaPath, JSON.stringify(build))
 }
-const { commitPerS, batchCommitPerS, floorInsertPerS, stored, batchCommitCpuPerS, floorInsertCpuPerS } = build
+const { commitPerS, batchCommitPerS, floorInsertPerS, stored, batchCommitCpuPerS, floorInsertCpuPerS, importPerS, importCpuPerS } = build
 const dbBytes = statSync(storePath).size
 log(`commit: ${SINGLE} single at ${Math.round(commitPerS)}/s; ${N - SINGLE} batched (${BATCH}) at ${Math.round(batchCommitPerS)}/s; ${stored} distinct blocks; file ${(dbBytes / 2 ** 20).toFixed(1)} MB`)
 log(`floor: raw insert into bare table + FTS5 at ${Math.round(floorInsertPerS)}/s (our batched commit is ${(batchCommitPerS / floorInsertPerS).toFixed(2)}× of it` +
   (batchCommitCpuPerS !== undefined && floorInsertCpuPerS !== undefined ? `; per CPU second ${(batchCommitCpuPerS / floorInsertCpuPerS).toFixed(2)}×)` : ')'))
+if (importPerS !== undefined && importCpuPerS !== undefined && floorInsertCpuPerS !== undefined) {
+  log(`import of the export into a new file at ${Math.round(importPerS)}/s (${(importPerS / floorInsertPerS).toFixed(2)}× the floor; per CPU second ${(importCpuPerS / floorInsertCpuPerS).toFixed(2)}×)`)
+}
 
 /** Steps 1, 2 and the scoped file of step 5: every file the run reads, with the write rates measured on the way. */
-function buildFiles(): Build {
+async function buildFiles(): Promise<Build> {
   // 1. Commit through the package's own path.
   log(`corpus: ${N} blocks, seed ${SEED}; files in ${dir}`)
   const store = new BlockStore(storePath)
@@ -167,6 +175,23 @@ function buildFiles(): Build {
   const floorInsertCpuPerS = N / (cpuMs(floorCpu0) / 1000)
   floor.close()
 
+  // 1c. The bulk path: an export of the store restored by the import path into a new file (every
+  // guarantee: ids checked, near-duplicate keys, secrets, memberships, counts), timed without the
+  // reading of the export and without the closing index merge `stablemem import` adds.
+  const source = new BlockStore(storePath, { readOnly: true })
+  const exported = [...exportJsonl(source)]
+  source.close()
+  const importPath = join(dir, 'imported.db')
+  const importer = new BlockStore(importPath)
+  t0 = nowMs()
+  const importCpu0 = process.cpuUsage()
+  const imported = await importJsonl(importer, exported, { secrets: 'allow' })
+  const importMs = nowMs() - t0
+  const importCpuMs = cpuMs(importCpu0)
+  importer.close()
+  for (const suffix of ['', '-wal', '-shm']) rmSync(importPath + suffix, { force: true })
+  if (imported.failure !== undefined) throw new Error(`import failed at line ${imported.failure.line}: ${imported.failure.message}`)
+
   // 5's file: the same N blocks, block i in workspace i mod W.
   if (WORKSPACES > 0) {
     const writer = new BlockStore(scopedPath)
@@ -183,6 +208,8 @@ function buildFiles(): Build {
     floorInsertPerS,
     batchCommitCpuPerS: N > SINGLE ? (N - SINGLE) / (batchCpuMs / 1000) : Number.NaN,
     floorInsertCpuPerS,
+    importPerS: imported.blocksCreated / (importMs / 1000),
+    importCpuPerS: imported.blocksCreated / (importCpuMs / 1000),
     stored,
     schema: SCHEMA_VERSION,
   }
@@ -470,6 +497,10 @@ const result = {
   batch_commit_cpu_per_s: batchCommitCpuPerS === undefined ? null : Math.round(batchCommitCpuPerS),
   floor_commit_cpu_per_s: floorInsertCpuPerS === undefined ? null : Math.round(floorInsertCpuPerS),
   batch_vs_floor_cpu: batchCommitCpuPerS === undefined || floorInsertCpuPerS === undefined ? null : round(batchCommitCpuPerS / floorInsertCpuPerS, 2),
+  import_per_s: importPerS === undefined ? null : Math.round(importPerS),
+  import_vs_floor: importPerS === undefined ? null : round(importPerS / floorInsertPerS, 2),
+  import_cpu_per_s: importCpuPerS === undefined ? null : Math.round(importCpuPerS),
+  import_vs_floor_cpu: importCpuPerS === undefined || floorInsertCpuPerS === undefined ? null : round(importCpuPerS / floorInsertCpuPerS, 2),
   cached_build: cached,
   built_at_schema: build.schema,
   count_first_ms: round(countMs),

@@ -210,3 +210,32 @@ t.test('mutation: without the time check an origin or cooling time past the last
     dst.close()
   }
 })
+
+t.test('a line refused mid-batch: the batch is replayed line by line, and what the first pass counted is not counted twice', async (t) => {
+  const src = new BlockStore(tempStorePath('src-redact'), { secrets: 'allow' })
+  src.commit({ text: 'billing 服务端口 8499' })
+  src.commit({ text: 'the deploy token: Xk29fQm8ZpL4vR7tNw3yBc6H for the bot' })
+  for (let i = 0; i < 6; i++) src.commit({ text: `service-${i} 端口 ${10_000 + i}` })
+  const lines = [...exportJsonl(src)]
+  src.close()
+  const at = lines.findIndex((l) => l.includes('service-3'))
+  const tampered = lines[at]!.replace('端口', '端 口')
+  const run = async (importer: typeof importJsonl) => {
+    const dst = new BlockStore(tempStorePath('dst-redact'))
+    try {
+      const result = await importer(dst, [...lines.slice(0, at), tampered, ...lines.slice(at + 1)], { secrets: 'redact' })
+      return { result, count: dst.count() }
+    } finally {
+      dst.close()
+    }
+  }
+  const { result, count } = await run(importJsonl)
+  t.equal(result.failure?.line, at + 1, 'the refused line is named')
+  t.equal(result.blocksCreated, count, 'each stored note counted once')
+  t.equal(count, at - 1, 'every block line before it is kept (the header is not a block)')
+  t.equal(result.redacted?.length, 1, 'the masked note is reported once')
+  const m = mutant({ file: 'store/transfer.ts', from: '      restore() // the batch rolled back: as if it had not run\n', to: '' })
+  t.teardown(() => m.remove())
+  const mutated = await run((await m.load<typeof import('../lib/store/transfer.ts')>('store/transfer.ts')).importJsonl)
+  t.ok(mutated.result.blocksCreated > mutated.count && (mutated.result.redacted?.length ?? 0) > 1, 'mutation check: without restoring the state the first pass is counted again')
+})

@@ -60,9 +60,4 @@ export class NearKeys {
       WHERE a.id = ? AND a.near_key <> ''`).all(id) as Array<{ id: string }>
     return rows.map((r) => String(r.id))
   }
-
-  /** Stores the key of a note just written. */
-  set(id: string, key: string): void {
-    this.host.stmt('near.set', 'UPDATE blocks SET near_key = ? WHERE id = ?').run(key, id)
-  }
 }

@@ -24,8 +24,12 @@ export const EXPORT_FORMAT = 'dsh-stablemem'
  */
 export const EXPORT_VERSION = 2
 
-/** Lines written to the store per transaction while importing. */
-const IMPORT_BATCH = 500
+/**
+ * Lines written to the store per transaction while importing: each commit writes the index's
+ * pending terms out as a segment, so fewer, larger transactions are cheaper (docs/benchmarks.md,
+ * "Import").
+ */
+const IMPORT_BATCH = 10_000
 
 /** Counts of one export. */
 export interface ExportCounts {
@@ -164,14 +168,36 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
   const every = options.progressEvery ?? 1000
   const state: ImportState = { secrets: options.secrets ?? 'refuse', renamed: new Map(), pending: new Map() }
   let batch: Array<{ line: number, record: ImportRecord }> = []
+  const includeForgotten = options.includeForgotten === true
   const flush = (): boolean => {
     const pending = batch
     batch = []
     if (pending.length === 0) return true
-    store.transaction(() => {
+    // The usual case, every line good: one transaction, no savepoint a line (each savepoint made
+    // FTS5 write its pending terms out as a segment of its own, a third of an import's time).
+    const restore = snapshot(state, result)
+    let lineFailed = false
+    try {
+      store.importTransaction(() => {
+        for (const { line, record } of pending) {
+          try {
+            apply(store, record, line, state, result, includeForgotten)
+          } catch (error) {
+            lineFailed = true
+            throw error
+          }
+        }
+      })
+      return true
+    } catch (error) {
+      if (!lineFailed) throw error
+      restore() // the batch rolled back: as if it had not run
+    }
+    // A line failed: the batch again, each line in its own savepoint, so the lines before it are kept.
+    store.importTransaction(() => {
       for (const { line, record } of pending) {
         try {
-          store.savepoint(() => apply(store, record, line, state, result, options.includeForgotten === true))
+          store.savepoint(() => apply(store, record, line, state, result, includeForgotten))
         } catch (error) {
           result.failure = { line, message: messageOf(error) }
           return
@@ -208,6 +234,19 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
     result.failure = { line: dangling.line, afterEnd: true, message: `supersededBy ${dangling.successor} names a block that is neither in this file nor in the store; the block was imported as a current note` }
   }
   return result
+}
+
+/** Copies what a batch changes in the import's state and result; the function puts them back (after a rolled-back batch). */
+function snapshot(state: ImportState, result: ImportResult): () => void {
+  const renamed = new Map(state.renamed)
+  const pending = new Map([...state.pending].map(([key, value]) => [key, { ...value, ids: [...value.ids] }]))
+  const counts = structuredClone(result)
+  return () => {
+    state.renamed = renamed
+    state.pending = pending
+    for (const key of Object.keys(result)) if (!(key in counts)) delete (result as unknown as Record<string, unknown>)[key]
+    Object.assign(result, counts)
+  }
 }
 
 /** What an import carries from line to line. */
