@@ -1,7 +1,8 @@
 /**
  * The index's segments where users see them, through the real `stablemem` command on real files:
  * `stats` shows the count, `doctor` warns from 8, `upkeep` merges the index into one segment, and
- * `import` ends merged. Mutation check: without import's final upkeep its store keeps its segments.
+ * `import` ends merged, also into a store that had several. Mutation check: without import's final
+ * upkeep that store keeps its segments.
  */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -55,9 +56,11 @@ t.test('stats shows the segments, doctor warns, upkeep merges them into one', as
   t.equal((await runCli(['upkeep', '--db', join(tempDir('stablemem-none'), 'absent.db')])).code, 1, 'no store: a plain failure, nothing created')
 })
 
+// An import writes up to 10,000 lines a transaction, so an import into an empty store can end with
+// one segment by itself; the store imported into already has several here, as a user's store does.
 t.test('import ends with the index merged', async (t) => {
   const file = exportFile(3000)
-  const path = join(tempDir('stablemem-import-upkeep'), 'm.db')
+  const path = segmentedStore('import-upkeep')
   const run = await runCli(['import', file, '--db', path])
   t.equal(run.code, 0, run.stderr)
   t.equal(segmentsOf(path), 1)
@@ -67,7 +70,7 @@ t.test('mutation check: without import\'s final upkeep the imported store keeps 
   const m = mutant({ file: 'cli/commands/import.ts', from: 'if (imported.blocksCreated > 0) store.upkeep()', to: '' })
   t.teardown(() => m.remove())
   const file = exportFile(3000)
-  const path = join(tempDir('stablemem-import-mutant'), 'm.db')
+  const path = segmentedStore('import-mutant')
   const run = await runCli(['import', file, '--db', path], { entry: join(m.dir, 'lib', 'cli', 'main.ts') })
   t.equal(run.code, 0, run.stderr)
   t.ok(segmentsOf(path) > 1, `${segmentsOf(path)} segments`)
