@@ -26,7 +26,7 @@
  * process's GC-charged CPU (the stated measure until session 8), raw process CPU, the turns that
  * saw no GC pause, the main thread's uncharged CPU and wall time are reported beside it, each
  * with its control.
- * docs/benchmarks.md, "Stage overhead", says why this estimator and how to read it.
+ * docs/stages.md, "Cost", says why this estimator and how to read it.
  * `--compare <dir>/lib/index.ts` adds two loops with another build of the plugin (e.g. an older
  * one: `git archive <rev> lib | tar -x -C .cache/rev`), `compare` and `compare_noops`, so the
  * stage overhead of both builds is measured in the same run.
@@ -167,7 +167,7 @@ if (args.compare !== undefined) {
   const other = await import(pathToFileURL(resolve(args.compare)).href) as typeof plugin
   all.push(await loop('compare', true, other), await withNoops('compare_noops', other))
 }
-// `--only <arm>` runs one arm alone, for `node --cpu-prof` (docs/benchmarks.md, "A whole turn").
+// `--only <arm>` runs one arm alone, for `node --cpu-prof`.
 const loops = args.only === undefined ? all : all.filter((l) => l.label === args.only)
 if (loops.length === 0) throw new Error(`--only must be one of ${all.map((l) => l.label).join(', ')}`)
 const loadStart = loadavg()
@@ -231,7 +231,7 @@ const host = summary(await hostOnly(TURNS * 10))
  * What one call of a service method costs the plugin's code, in µs of CPU (20,000 calls of
  * `unavailableReason()`, a field read): resolving `ctx.stablemem` and calling through it, calling
  * a kept reference to the traced service, and calling the object itself (`untraced`, as the
- * plugin's per-turn paths do; docs/benchmarks.md, "A whole turn").
+ * plugin's per-turn paths do: lib/plugin/untraced.ts).
  */
 function serviceCalls(ctx: Context): { via_ctx_us: number, traced_us: number, untraced_us: number } {
   const n = 20_000
@@ -359,7 +359,7 @@ function shifts(prefix: string, controlPrefix: string, pick: (a: ReturnType<type
   put(controlPrefix, quantileShift(pick(control), pick(plain), QUANTILES, { resamples: 500 }))
   return out
 }
-// The stated measure (session 8, fixed before its runs; docs/benchmarks.md, "Stage overhead"):
+// The stated measure (session 8, fixed before its runs; docs/stages.md, "Cost"):
 // the main thread's CPU, GC charged by allocation at the same price. The process's CPU adds V8's
 // helper threads, whose work lands on whichever turn runs beside it, in either arm; that widened
 // its p99 interval past what could resolve 0.5 ms. It is still reported (`process_*`).
