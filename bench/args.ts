@@ -45,3 +45,14 @@ export function requirePerfCache(dir: string): void {
     throw new Error('--store must name a folder built by `bench:perf --cache` (with memory.db and floor.db)')
   }
 }
+
+/**
+ * Prints `usage` and exits 0 when the command line asks for help (`--help` or `-h`), before any
+ * flag is parsed or any work starts, so every bench answers `--help` the same way.
+ */
+export function exitOnHelp(usage: string): void {
+  if (process.argv.slice(2).some((arg) => arg === '--help' || arg === '-h')) {
+    console.log(usage)
+    process.exit(0)
+  }
+}

@@ -15,9 +15,11 @@ import { parseArgs } from 'node:util'
 import { coolTick } from '../lib/kernel/layers/cooling.ts'
 import { distillDeterministic, factText } from '../lib/kernel/layers/distill.ts'
 import { BlockStore } from '../lib/store/store.ts'
-import { jsonWanted, wholeFlag } from './args.ts'
+import { exitOnHelp, jsonWanted, wholeFlag } from './args.ts'
 import { nowMs, percentile, round } from './stats.ts'
 
+const USAGE = 'npm run bench:cooling [-- --blocks 100000] [--json]\n\nOne cooling tick (L2 -> L3) on a large store against a plain-commit floor and a small store (docs/layers.md).'
+exitOnHelp(USAGE)
 const { values: args } = parseArgs({
   options: {
     blocks: { type: 'string', default: '100000' },

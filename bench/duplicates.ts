@@ -21,10 +21,12 @@ import { parseArgs } from 'node:util'
 import { CJK_CHAR } from '../lib/text/cjk.ts'
 import { nearKey, nearTokens } from '../lib/text/near-key.ts'
 import { canonicalText } from '../lib/text/normalize.ts'
-import { jsonWanted, progressLog } from './args.ts'
+import { exitOnHelp, jsonWanted, progressLog } from './args.ts'
 import { evalRoot } from './recall/eval-set.ts'
 import { round } from './stats.ts'
 
+const USAGE = 'npm run bench:duplicates -- [--data DIR] [--json]\n\nThe near-duplicate rule against word-overlap rules on the eval corpora (DIR: the eval sets; found beside the checkout when not given).'
+exitOnHelp(USAGE)
 const { values: args } = parseArgs({ options: { data: { type: 'string' }, json: { type: 'boolean', default: false } } })
 const EVAL = evalRoot(args.data, '--data')
 const asJson = jsonWanted(args.json)

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:forget -- [--blocks 100000] [--forget 10000] [--single 20] [--batch 300] [--commit-blocks 20000] [--baseline-lib <dir>] [--no-candidates] [--json]`
+ * `npm run bench:forget -- [--blocks 100000] [--forget 10000] [--single 20] [--batch 300] [--commit-blocks 20000] [--queries 300] [--baseline-lib <dir>] [--json]`
  *
  * What forgetting costs and what it leaves, at N blocks (seeded synthetic corpus, bench/corpus.ts),
  * all in one run, each time as wall and CPU time (`process.cpuUsage`; under load CPU time is close
@@ -16,10 +16,6 @@
  *    note's words (also after step 1, whose bytes must be gone at return); with `--baseline-lib <dir>` (the `lib/` of another commit,
  *    e.g. `git archive <commit> lib | tar -x -C .cache/baseline`), first the same forget by that
  *    code on a byte-identical copy of the store, as the baseline of the same run (ratio);
- *    4b. before it, the index's share of that forget for several index designs side by side, each
- *    on its own copy of the store as the commits left it (before steps 1–3): this code against the
- *    previous code's way, and the other designs (rebuilt, so merged) against this code on a merged
- *    index, in the same run (bench/forget-index.ts; off with `--no-candidates`);
  * 5. recall latency p50/p99 over the same queries before and after the large deletion (ratio);
  * 6. the file size after `vacuum` against a fresh import of the remaining notes into a new file
  *    (also vacuumed, so both are compact), as a ratio;
@@ -37,13 +33,14 @@ import { DatabaseSync } from 'node:sqlite'
 import { recallBlocks } from '../lib/recall/recall.ts'
 import { indexDeletion } from '../lib/store/forget.ts'
 import { BACKGROUND_SLICE_MS } from '../lib/store/scrub.ts'
-import { jsonWanted, progressLog, wholeFlag } from './args.ts'
-import { measureCandidates, type CandidateResult } from './forget-index.ts'
+import { exitOnHelp, jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { exportJsonl, importJsonl } from '../lib/store/transfer.ts'
 import { QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
 import { cpuMs, nowMs, round, summary } from './stats.ts'
 
+const USAGE = 'npm run bench:forget -- [--blocks 100000] [--forget 10000] [--single 20] [--batch 300] [--commit-blocks 20000] [--queries 300] [--baseline-lib <dir>] [--json]\n\nWhat forgetting costs and what it leaves: one note, a batch of ids, a large forget by filter and its scrub, recall before and after, the file after vacuum (docs/benchmarks.md, "Forget").'
+exitOnHelp(USAGE)
 const { values: args } = parseArgs({
   options: {
     blocks: { type: 'string', default: '100000' },
@@ -54,10 +51,8 @@ const { values: args } = parseArgs({
     queries: { type: 'string', default: '300' },
     seed: { type: 'string', default: '20261130' },
     'baseline-lib': { type: 'string' },
-    candidates: { type: 'boolean', default: true },
     json: { type: 'boolean', default: false },
   },
-  allowNegative: true,
 })
 const asJson = jsonWanted(args.json)
 const log = progressLog(asJson)
@@ -114,14 +109,6 @@ function bytesLeft(marker: string): string[] {
   }
   return found
 }
-// The store as commits left it (its index in several segments), for the index candidates (4b).
-const committed = join(dir, 'committed.db')
-if (args.candidates) {
-  const checkpointer = new DatabaseSync(path)
-  checkpointer.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get()
-  checkpointer.close()
-  copyFileSync(path, committed)
-}
 
 const queries: string[] = []
 for (let q = 0; q < QUERIES; q++) queries.push(gen.query(QUERY_KINDS[q % QUERY_KINDS.length] as QueryKind, Math.floor((q * 7_654_321) % N)))
@@ -177,13 +164,6 @@ const batchIds = idsOf('batch')
 const batchWay = indexDeletion(batchIds.length, store.count())
 const batch = perNote(timed(() => { store.forget(batchIds) }), batchIds.length)
 log(`${batch.notes} ids in one call (${batchWay}): ${round(batch.wall_ms_per_note * batch.notes, 0)} ms wall, ${round(batch.cpu_ms_per_note * batch.notes, 0)} ms CPU`)
-
-// 4b. The index's share of the large forget, index designs side by side on copies of the store as committed.
-let candidates: CandidateResult[] = []
-if (args.candidates) {
-  candidates = measureCandidates(committed, 'doomed')
-  for (const c of candidates) log(`index candidate ${c.name}: ${c.cpu_ms} ms CPU (${c.cpu_ratio}× ${c.baseline}), ${c.wall_ms} ms wall; bytes gone ${c.bytes_gone}, phrase queries ${c.phrase_queries}`)
-}
 
 // 4. The large forget by filter: first by the baseline's code on a copy (the WAL is empty after every forget), then by this code.
 const filterWay = indexDeletion(FORGET, store.count())
@@ -289,7 +269,6 @@ const out = {
     baseline_forget_filter: { wall_ms: Math.round(baselineFilter.wall_ms), cpu_ms: Math.round(baselineFilter.cpu_ms), lib: baselineFilter.lib },
     forget_filter_cpu_ratio_vs_baseline: round(filter.cpu_ms / baselineFilter.cpu_ms, 3),
   }),
-  ...(candidates.length === 0 ? {} : { index_candidates: candidates.map(({ note: _note, ...c }) => c) }),
   single_id: single,
   baseline_single_with_rewrite: baseline,
   single_speedup_cpu: round(baseline.cpu_ms_per_note / single.cpu_ms_per_note, 1),

@@ -10,6 +10,7 @@
  * The last line is one JSON object.
  */
 import type { Embedder } from '../lib/embed/types.ts'
+import { exitOnHelp } from './args.ts'
 import { runRecallBench } from './recall.ts'
 import { EvalSetError, readEvalSet } from './recall/eval-set.ts'
 import { BenchEmbedderError, benchEmbedder, hybridRecallFn, type HybridBenchOptions } from './recall/hybrid.ts'
@@ -28,6 +29,7 @@ const VARIANTS: Array<{ name: string, fusion?: HybridBenchOptions['fusion'], vec
 ]
 
 async function main(): Promise<void> {
+  exitOnHelp('npm run bench:fusion -- --embed-url <url> [--embed-model <name>] [--data <dir>]… [--json]\n\nR@5 / R@10 / MRR@10 of lexical and hybrid recall with each fusion formula, on every given set and mode, against one embedding endpoint (docs/embeddings.md).')
   const argv = process.argv.slice(2)
   const sets: string[] = []
   let url = ''

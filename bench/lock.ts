@@ -1,5 +1,5 @@
 /**
- * `npm run bench:lock -- [--blocks N] [--turns T] [--rounds R]`
+ * `npm run bench:lock -- [--blocks N] [--turns T] [--rounds R] [--json]`
  *
  * What a turn costs while another real process holds the store's write lock (an import paused
  * with Ctrl-Z, a long backfill), against the same turns with the lock free, in the same run:
@@ -16,17 +16,21 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { BlockStore } from '../lib/store/store.ts'
-import { wholeFlag } from './args.ts'
+import { exitOnHelp, wholeFlag } from './args.ts'
 import { QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
 import { measurePreStep } from './prestep.ts'
 import { round, summary } from './stats.ts'
 
+const USAGE = 'npm run bench:lock -- [--blocks N] [--turns T] [--rounds R] [--json]\n\nA turn while another process holds the store\'s write lock, against free turns in the same run; prints one JSON object (docs/reliability.md).'
+exitOnHelp(USAGE)
 const { values: args } = parseArgs({
   options: {
     blocks: { type: 'string', default: '5000' },
     turns: { type: 'string', default: '40' },
     rounds: { type: 'string', default: '3' },
     seed: { type: 'string', default: '20261130' },
+    // The output is one JSON line either way; `--json` is accepted as every bench accepts it.
+    json: { type: 'boolean', default: false },
   },
 })
 const N = wholeFlag('blocks', args.blocks)

@@ -28,9 +28,11 @@ import { extractPieces, type EventLike } from '../lib/kernel/layers/extract.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { injected, requestTexts, userMessage } from '../test/helpers/harness.ts'
 import { bootWindowed, filler, requestHas } from '../test/helpers/windowed.ts'
-import { jsonWanted, wholeFlag } from './args.ts'
+import { exitOnHelp, jsonWanted, wholeFlag } from './args.ts'
 import { nowMs, percentile, round } from './stats.ts'
 
+const USAGE = 'npm run bench:needle [-- --json] [--windows 3000,8000,32000] [--overshoots 1,3,10] [--captureRuns 30]\n\nNeedles said once and buried past the context window, recalled with and without the plugin; --windows= alone measures only the capture cost (docs/layers.md).'
+exitOnHelp(USAGE)
 const { values: args } = parseArgs({
   options: {
     json: { type: 'boolean', default: false },

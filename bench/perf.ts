@@ -54,13 +54,15 @@ import { BlockStore } from '../lib/store/store.ts'
 import { exportJsonl, importJsonl } from '../lib/store/transfer.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { canonicalText, scrubQuery } from '../lib/text/normalize.ts'
-import { jsonWanted, kindsFlag, progressLog, wholeFlag } from './args.ts'
+import { exitOnHelp, jsonWanted, kindsFlag, progressLog, wholeFlag } from './args.ts'
 import { SCALE_QUERY_KINDS, corpus } from './corpus.ts'
 import { measurePreStep } from './prestep.ts'
 import { measureSceneCost } from './scene-cost.ts'
 import { cpuMs, nowMs, percentile, round, summary, tail } from './stats.ts'
 import { benchWorkspace } from './workspaces.ts'
 
+const USAGE = 'npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T] [--single N] [--batch N] [--cache DIR [--rebuild]] [--kinds k1,k2] [--workspaces W] [--scene-count S] [--keep]\n\nThe store, recall per query kind, the per-turn plugin overhead and writes at N notes, against raw FTS5 in the same run (docs/benchmarks.md).'
+exitOnHelp(USAGE)
 const { values: args } = parseArgs({
   options: {
     blocks: { type: 'string', default: '10000' },
@@ -215,7 +217,7 @@ async function buildFiles(): Promise<Build> {
   }
 }
 
-/** The workspace block i is committed into in the scoped file (bench/workspaces.ts: the same as `bench:grow --spread`'s). */
+/** The workspace block i is committed into in the scoped file (bench/workspaces.ts). */
 function workspaceOf(i: number): string {
   return benchWorkspace(i, WORKSPACES)
 }

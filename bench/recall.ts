@@ -8,8 +8,8 @@
  * Builds fresh stores from a retrieval set through the package's own commit path
  * (`BlockStore.commitMany`; one store per scope in scoped mode), runs every query through the
  * recall the injection uses (`recallBlocksHybrid(store, null, …)`, as the service calls it), and
- * prints per-category tables beside same-run FTS5 BM25 floors (see `recall/floors.ts`), as the
- * Markdown table of docs/benchmarks.md with `--markdown`. With `--json` stdout is one line, the
+ * prints per-category tables beside same-run FTS5 BM25 floors (see `recall/floors.ts`), as
+ * Markdown tables with `--markdown`. With `--json` stdout is one line, the
  * JSON object, and the tables go to stderr. A hybrid recall can be plugged in through
  * `runRecallBench(…, { recall })` without touching the measuring code. `--embed-url <url>`
  * measures the hybrid recall with that embedder; one that cannot embed the corpus (down, not a
@@ -160,7 +160,7 @@ function renderTables(title: string, ours: Scored, floors: Map<FloorName, Scored
   return lines.join('\n')
 }
 
-/** The per-category table of docs/benchmarks.md (R@5, R@10, hit@5, MRR@10; ours in bold, then each floor). */
+/** The per-category Markdown table (R@5, R@10, hit@5, MRR@10; ours in bold, then each floor). */
 function renderMarkdown(ours: Scored, floors: Map<FloorName, Scored>): string {
   const cells = (m: Metrics, bold: boolean) => [m['recall@5'], m['recall@10'], m['hit@5'], m['mrr@10']]
     .map((v) => (bold ? `**${(v ?? 0).toFixed(3)}**` : (v ?? 0).toFixed(3))).join(' | ')

@@ -1,5 +1,5 @@
 /**
- * `node bench/scene-cost.ts [--scenes 1000] [--refs 100000] [--samples 1000] [--json]` (also the
+ * `npm run bench:scene-cost -- [--scenes 1000] [--refs 100000] [--samples 1000] [--json]` (also the
  * `scene_cost` section of `bench:perf` and `bench:scenes`).
  *
  * The per-turn cost of scenes on a store holding many of them (default 1,000 scenes and 100,000
@@ -26,7 +26,7 @@ import { similarCandidates } from '../lib/kernel/scenes/similar.ts'
 import { feature, newSituation, prepare } from '../lib/kernel/scenes/situation.ts'
 import { withSceneNotes } from '../lib/kernel/scenes/union.ts'
 import { recallBlocks } from '../lib/recall/recall.ts'
-import { jsonWanted, wholeFlag } from './args.ts'
+import { exitOnHelp, jsonWanted, wholeFlag } from './args.ts'
 import { rng } from './corpus.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { nowMs, percentile, round } from './stats.ts'
@@ -172,6 +172,7 @@ export async function measureSceneCost(options: SceneCostOptions) {
 }
 
 if (import.meta.main) {
+  exitOnHelp('npm run bench:scene-cost -- [--scenes 1000] [--refs 100000] [--samples 1000] [--json]\n\nThe per-turn cost of scenes on a store holding many of them, against the lexical recall of the same store (also part of bench:scenes and bench:perf).')
   const { values } = parseArgs({
     options: {
       scenes: { type: 'string', default: '1000' },

@@ -22,10 +22,12 @@ import { createUserMessage, type UserMessage } from '@deepseek-ai/dsh-llm'
 import { parseArgs } from 'node:util'
 import { boot, injected, reply, tempStorePath, textOf, toolCall } from '../test/helpers/harness.ts'
 import { topicWords, topicsLoaded } from '../lib/kernel/scenes/topics.ts'
-import { jsonWanted, wholeFlag } from './args.ts'
+import { exitOnHelp, jsonWanted, wholeFlag } from './args.ts'
 import { measureSceneCost } from './scene-cost.ts'
 import { nowMs, round } from './stats.ts'
 
+const USAGE = 'npm run bench:scenes [-- --json]\n\nSituated recall with scenes on and off in the real agent loop (32 situations), and the per-turn scene cost (docs/scenes.md).'
+exitOnHelp(USAGE)
 const { values: args } = parseArgs({
   options: {
     json: { type: 'boolean', default: false },

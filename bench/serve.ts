@@ -22,10 +22,12 @@ import { recallBlocks } from '../lib/recall/recall.ts'
 import { READS, type ApiContext } from '../lib/serve/api.ts'
 import { serve } from '../lib/serve/server.ts'
 import { BlockStore } from '../lib/store/store.ts'
-import { jsonWanted, progressLog, wholeFlag } from './args.ts'
+import { exitOnHelp, jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { QUERY_KINDS, corpus, type QueryKind } from './corpus.ts'
 import { nowMs, round, summary } from './stats.ts'
 
+const USAGE = 'npm run bench:serve -- [--blocks 100000] [--queries 200] [--pages 200] [--json]\n\nThe memory browser\'s server time at N notes: first pages, deep pages against OFFSET, search against the bare recall (docs/browser.md).'
+exitOnHelp(USAGE)
 const { values: args } = parseArgs({
   options: {
     blocks: { type: 'string', default: '100000' },

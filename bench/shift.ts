@@ -1,7 +1,7 @@
 /**
  * How far a quantile of one arm of an interleaved benchmark moves against another's, with an
- * interval: the estimator bench/stages.ts states its overhead by (docs/benchmarks.md, "Stage
- * overhead", why this one).
+ * interval: the estimator bench/stages.ts states its overhead by (docs/stages.md, "Cost", why this
+ * one).
  *
  * - The quantile is Harrell–Davis's: a Beta-weighted mean of all order statistics around the
  *   rank, rather than one order statistic. At p99 of 3,000 turns the nearest rank is the 30th

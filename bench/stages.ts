@@ -1,6 +1,6 @@
 /**
  * `npm run bench:stages -- [--turns T] [--compare <dir>/lib/index.ts] [--json]`
- * `node --cpu-prof bench/stages.ts --only <arm> --windows <file>` (then bench/turn-profile.ts)
+ * `node --cpu-prof bench/stages.ts --only <arm>` (one loop alone, for a CPU profile)
  *
  * What the stage API costs per turn: the same turn (two tool steps and a final answer, so every
  * stage fires: on_input, pre_action ×3, post_action on every chunk, before/after_toolcall ×2,
@@ -26,20 +26,19 @@
  * process's GC-charged CPU (the stated measure until session 8), raw process CPU, the turns that
  * saw no GC pause, the main thread's uncharged CPU and wall time are reported beside it, each
  * with its control.
- * docs/benchmarks.md, "Stage overhead", says why this estimator and how to read it.
+ * docs/stages.md, "Cost", says why this estimator and how to read it.
  * `--compare <dir>/lib/index.ts` adds two loops with another build of the plugin (e.g. an older
  * one: `git archive <rev> lib | tar -x -C .cache/rev`), `compare` and `compare_noops`, so the
  * stage overhead of both builds is measured in the same run.
  * `host_turn_*` times the stage host alone on the same handler calls (see `hostOnly`).
- * `--only <arm>` runs that loop alone (for a CPU profile); `--windows <file>` writes its timed
- * turns on the profile's clock. With `--json` the last line is one JSON object.
+ * `--only <arm>` runs that loop alone (for `node --cpu-prof`). With `--json` the last line is one
+ * JSON object.
  */
 import { Context } from '@deepseek-ai/cordis'
 import AgentLoop from '@deepseek-ai/dsh-agent-loop'
 import { mountAgentLoopTestDependencies } from '@deepseek-ai/dsh-agent-loop-testkit'
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
-import { writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -53,11 +52,13 @@ import { PerformanceObserver } from 'node:perf_hooks'
 import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { loadavg } from 'node:os'
-import { jsonWanted, wholeFlag } from './args.ts'
+import { exitOnHelp, jsonWanted, wholeFlag } from './args.ts'
 import { quantileShift, type Shift } from './shift.ts'
 import { cpuMs, percentile, round, summary } from './stats.ts'
 
-const { values: args } = parseArgs({ options: { turns: { type: 'string', default: '1000' }, json: { type: 'boolean', default: false }, compare: { type: 'string' }, only: { type: 'string' }, windows: { type: 'string' } } })
+const USAGE = 'npm run bench:stages -- [--turns T] [--compare <dir>/lib/index.ts] [--only <arm>] [--json]\n\nWhat the stage API adds to a turn: the quantile shift of CPU per turn with and without handlers, with an A/A control (docs/benchmarks.md, "Stage overhead").'
+exitOnHelp(USAGE)
+const { values: args } = parseArgs({ options: { turns: { type: 'string', default: '1000' }, json: { type: 'boolean', default: false }, compare: { type: 'string' }, only: { type: 'string' } } })
 const asJson = jsonWanted(args.json)
 const TURNS = wholeFlag('turns', args.turns)
 const WARMUP = 50
@@ -166,7 +167,7 @@ if (args.compare !== undefined) {
   const other = await import(pathToFileURL(resolve(args.compare)).href) as typeof plugin
   all.push(await loop('compare', true, other), await withNoops('compare_noops', other))
 }
-// `--only <arm>` runs one arm alone, for `node --cpu-prof` (docs/benchmarks.md, "A whole turn").
+// `--only <arm>` runs one arm alone, for `node --cpu-prof`.
 const loops = args.only === undefined ? all : all.filter((l) => l.label === args.only)
 if (loops.length === 0) throw new Error(`--only must be one of ${all.map((l) => l.label).join(', ')}`)
 const loadStart = loadavg()
@@ -189,9 +190,6 @@ const loadEnd = loadavg()
 const calls = args.only === undefined ? serviceCalls(all[1]!.ctx) : undefined
 for (const l of all) await l.dispose()
 if (args.only !== undefined) {
-  // The timed turns on the clock of V8's CPU profile (monotonic µs), for bench/turn-profile.ts.
-  const offset = Number(process.hrtime.bigint()) / 1e3 - performance.now() * 1e3
-  if (args.windows !== undefined) writeFileSync(args.windows, JSON.stringify(samples.get(args.only)!.map((t) => [t.start * 1e3 + offset, t.end * 1e3 + offset])))
   const s = summary(samples.get(args.only)!.map((t) => t.cpu))
   console.log(JSON.stringify({ turns: TURNS, only: args.only, cpu_p50_ms: s.p50_ms, cpu_p99_ms: s.p99_ms }))
   process.exit(0)
@@ -233,7 +231,7 @@ const host = summary(await hostOnly(TURNS * 10))
  * What one call of a service method costs the plugin's code, in µs of CPU (20,000 calls of
  * `unavailableReason()`, a field read): resolving `ctx.stablemem` and calling through it, calling
  * a kept reference to the traced service, and calling the object itself (`untraced`, as the
- * plugin's per-turn paths do; docs/benchmarks.md, "A whole turn").
+ * plugin's per-turn paths do: lib/plugin/untraced.ts).
  */
 function serviceCalls(ctx: Context): { via_ctx_us: number, traced_us: number, untraced_us: number } {
   const n = 20_000
@@ -361,7 +359,7 @@ function shifts(prefix: string, controlPrefix: string, pick: (a: ReturnType<type
   put(controlPrefix, quantileShift(pick(control), pick(plain), QUANTILES, { resamples: 500 }))
   return out
 }
-// The stated measure (session 8, fixed before its runs; docs/benchmarks.md, "Stage overhead"):
+// The stated measure (session 8, fixed before its runs; docs/stages.md, "Cost"):
 // the main thread's CPU, GC charged by allocation at the same price. The process's CPU adds V8's
 // helper threads, whose work lands on whichever turn runs beside it, in either arm; that widened
 // its p99 interval past what could resolve 0.5 ms. It is still reported (`process_*`).

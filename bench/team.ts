@@ -50,12 +50,14 @@ import { grantTeam, migrateTeamSchema } from '../lib/team/schema.ts'
 import { teamRecall } from '../lib/team/search.ts'
 import { shareNotes } from '../lib/team/write.ts'
 import { startPostgres } from '../test/helpers/postgres.ts'
-import { jsonWanted, progressLog, wholeFlag } from './args.ts'
+import { exitOnHelp, jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { QUERY_KINDS, corpus } from './corpus.ts'
 import { EvalSetError, evalRoot, readEvalSet } from './recall/eval-set.ts'
 import { quantileInterval, type Shift } from './shift.ts'
 import { parity } from './team/parity.ts'
 
+const USAGE = 'npm run bench:team [-- --notes 100000] [--queries 200] [--writes 250] [--parity [--eval DIR]] [--explain] [--cache DIR] [--budget 60] [--as-built] [--json]\n\nThe team layer on a private PostgreSQL on loopback against the local path in the same run: merged per-turn recall, shared commits, R@5 parity (docs/team.md).'
+exitOnHelp(USAGE)
 const { values: args } = parseArgs({ options: {
   notes: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' }, writes: { type: 'string', default: '250' },
   parity: { type: 'boolean', default: false }, explain: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, seed: { type: 'string', default: '7' },

@@ -39,6 +39,7 @@ import { Int8Rows } from '../lib/embed/int8-rows.ts'
 import { SignCodes } from '../lib/embed/sign-codes.ts'
 import { RERANK_MIN, RERANK_PER_K, SHORTLIST_MIN, SHORTLIST_PER_K, VectorIndex } from '../lib/embed/vector-index.ts'
 import { BlockStore } from '../lib/store/store.ts'
+import { exitOnHelp } from './args.ts'
 
 interface Args {
   ns: number[]
@@ -54,6 +55,7 @@ interface Args {
 }
 
 function args(): Args {
+  exitOnHelp('npm run bench:vectors -- [--n 10000,100000] [--dims 512] [--data uniform,topics] [--queries 300] [--k 100] [--shortlist 1024,4096] [--rerank 1024] [--usearch-dir <dir>] [--hnsw] [--sqlite-vec-dir <dir>] [--json]\n\nNearest-neighbour search for hybrid recall: the staged search and the other candidates against the exact scan, same vectors and queries (docs/decisions.md D14, D15).')
   const out: Args = { ns: [10_000, 100_000], dims: [512], data: ['uniform', 'topics'], queries: 300, k: 100, shortlists: [1024, 4096], reranks: [1024], usearchDir: '', hnsw: false, vecDir: '' }
   const argv = process.argv.slice(2)
   for (let i = 0; i < argv.length; i++) {

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:wal -- [--commits N]`
+ * `npm run bench:wal -- [--commits N] [--json]`
  *
  * How large the WAL file grows while a long reader holds a snapshot, and how large it stays
  * after the reader finished, with the store's WAL bound and, in the same run, without it
@@ -13,10 +13,13 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { parseArgs } from 'node:util'
 import { BlockStore, WAL_SIZE_LIMIT } from '../lib/store/store.ts'
-import { wholeFlag } from './args.ts'
+import { exitOnHelp, wholeFlag } from './args.ts'
 import { corpus } from './corpus.ts'
 
-const { values: args } = parseArgs({ options: { commits: { type: 'string', default: '3000' }, seed: { type: 'string', default: '20261130' } } })
+const USAGE = 'npm run bench:wal -- [--commits N] [--json]\n\nWAL size under a long reader and after it, with the store\'s bound and without it; prints one JSON object (docs/reliability.md).'
+exitOnHelp(USAGE)
+// The output is one JSON line either way; `--json` is accepted as every bench accepts it.
+const { values: args } = parseArgs({ options: { commits: { type: 'string', default: '3000' }, seed: { type: 'string', default: '20261130' }, json: { type: 'boolean', default: false } } })
 const N = wholeFlag('commits', args.commits)
 const gen = corpus(wholeFlag('seed', args.seed))
 

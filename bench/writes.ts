@@ -37,10 +37,12 @@ import { BlockStore } from '../lib/store/store.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
 import { nearKey } from '../lib/text/near-key.ts'
 import { canonicalText } from '../lib/text/normalize.ts'
-import { jsonWanted, requirePerfCache, progressLog, wholeFlag } from './args.ts'
+import { exitOnHelp, jsonWanted, progressLog, requirePerfCache, wholeFlag } from './args.ts'
 import { corpus } from './corpus.ts'
 import { cpuMs, nowMs, round } from './stats.ts'
 
+const USAGE = 'npm run bench:writes -- --store DIR [--notes 20000] [--batch 1000] [--single 200] [--seed S] [--json]\n\nWrite rates at the size of an existing store (DIR: a folder `bench:perf --cache` built) against a like-for-like raw floor in the same run.'
+exitOnHelp(USAGE)
 const { values: args } = parseArgs({
   options: {
     store: { type: 'string', default: '' },

@@ -1,16 +1,11 @@
 /**
- * The helpers `bench:grow` reports and checks with: the FTS5 structure decoder agrees with the
- * index's own pages (segment ids and leaf pages read from `_data` rowids, an independent
- * source), in both record layouts, and the prefix check accepts a store of the corpus and refuses
- * another seed's and one with a gap.
+ * The FTS5 structure decoder (the segment count `stats`, `doctor` and index upkeep read) agrees
+ * with the index's own pages (segment ids and leaf pages read from `_data` rowids, an independent
+ * source), in both record layouts.
  */
 import t from 'tap'
 import { DatabaseSync } from 'node:sqlite'
-import { checkPrefix } from '../../bench/corpus-prefix.ts'
-import { corpus } from '../../bench/corpus.ts'
 import { decodeFtsStructure, ftsStructure } from '../../lib/store/fts-structure.ts'
-import { BlockStore } from '../../lib/store/store.ts'
-import { tempDir } from '../helpers/temp.ts'
 
 /** Leaf pages per segment id, from the `_data` rowids (segid << 37 | dlidx << 36 | height << 31 | pgno). */
 function leafPages(db: DatabaseSync, table: string): Map<number, number> {
@@ -64,31 +59,5 @@ t.test('a record that does not add up is refused; an empty index has no segments
   t.throws(() => decodeFtsStructure(lying), /declares/)
   t.throws(() => decodeFtsStructure(record.subarray(0, record.length - 1)), /ends inside/)
   t.throws(() => ftsStructure(db, 'f; DROP TABLE f'), /not a table name/)
-  db.close()
-})
-
-t.test('the prefix check accepts the corpus, refuses another seed and a gap', async (t) => {
-  const dir = tempDir('grow-prefix')
-  const gen = corpus(7)
-  const build = (path: string, seed: number) => {
-    const store = new BlockStore(path)
-    const g = corpus(seed)
-    store.commitMany(Array.from({ length: 60 }, (_, i) => ({ text: g.block(i).text, source: 'bench' })))
-    return store
-  }
-  build(`${dir}/a.db`, 7).close()
-  let db = new DatabaseSync(`${dir}/a.db`, { readOnly: true })
-  t.equal(checkPrefix(db, gen, 20), 60)
-  db.close()
-  build(`${dir}/b.db`, 8).close()
-  db = new DatabaseSync(`${dir}/b.db`, { readOnly: true })
-  t.throws(() => checkPrefix(db, gen, 20), /not block 0 of this corpus/)
-  db.close()
-  const store = build(`${dir}/c.db`, 7)
-  const id = (new DatabaseSync(`${dir}/c.db`, { readOnly: true }).prepare('SELECT id FROM blocks WHERE rowid = 30').get() as { id: string }).id
-  store.forget([id])
-  store.close()
-  db = new DatabaseSync(`${dir}/c.db`, { readOnly: true })
-  t.throws(() => checkPrefix(db, gen, 20), /59 notes but its largest rowid is 60/)
   db.close()
 })
