@@ -8,7 +8,7 @@
  * (`damaged.test.ts` covers more kinds of unusable file and the bytes-unchanged property.)
  */
 import { closeSync, openSync, statSync, truncateSync, writeSync } from 'node:fs'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import * as plugin from '../../lib/index.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { runCli } from '../helpers/cli.ts'
@@ -80,7 +80,7 @@ async function lateDamage(t: Tap, module?: typeof plugin): Promise<Harness> {
   for (const question of ['note 1500 billing 服务端口 9500 部署在哪里？负责人是谁', 'note 1600 billing 服务端口 9600 部署在哪里？', 'note 1700 billing 服务端口 9700 部署在哪里？']) await h.turn(question)
   return h
 }
-type Tap = typeof t
+type Tap = Test
 
 t.test('damage found after a clean open: said once, every turn runs', async (t) => {
   const h = await lateDamage(t)

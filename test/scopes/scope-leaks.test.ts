@@ -10,7 +10,7 @@ import { mkdirSync, realpathSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import type { GenerateOptions } from '@deepseek-ai/dsh-llm'
 import { SessionId } from '@deepseek-ai/dsh-session'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import * as plugin from '../../lib/index.ts'
 import { boot, injected, realBatch, reply, tempStorePath, textOf, toolCall, type BootOptions, type Harness } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
@@ -67,7 +67,7 @@ async function bootWith(t: Tap, options: BootOptions = {}): Promise<Harness> {
   await h.ctx.stablemem.commit({ text: 'quasar billing 的负责人是王磊（全局）', scope: 'global' })
   return h
 }
-type Tap = typeof t
+type Tap = Test
 
 t.test('the recall tool with scope all: a workspace note in its own workspace only', async (t) => {
   const h = await bootWith(t)

@@ -9,7 +9,7 @@
  *   unmasked. Mutation checks: the label without masking, the renderer without it.
  * The server stalled mid-turn (SIGSTOP, a frozen host) is in team-stall.test.ts.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type pg from 'pg'
 import * as plugin from '../../lib/index.ts'
 import { diagnoseTeam } from '../../lib/team/doctor.ts'
@@ -89,7 +89,7 @@ t.test('another team\'s notes cannot be recalled, counted or deleted through any
   t.same((await teamRecall(cb, 'beta', '北极星 服务端口', 5)).hits.map((h) => h.text), [BETA[0]!.text], 'and beta still recalls them')
   const alpha = (await ca.query('SELECT text FROM stablemem.notes')).rows.map((r) => r.text as string)
   t.same(alpha, ['alpha 的服务端口 8499'], 'alpha\'s own note survived the SQL-looking and LIKE-looking scene names')
-  const doctor = await diagnoseTeam({ ...(a.config('a') as never), namespace: 'beta' }, process.env)
+  const doctor = await diagnoseTeam({ ...a.config('a'), namespace: 'beta' } as never, process.env)
   const namespaceCheck = doctor.find((c) => c.label === 'namespace')
   t.match(namespaceCheck, { status: 'fail', detail: /granted "alpha", not "beta"/ }, 'doctor --team names the mismatch')
   t.notMatch(JSON.stringify(doctor), /\b3 notes?\b|7341|北极星/, 'and counts none of beta\'s notes')
@@ -141,7 +141,7 @@ async function reader(t: Tap, module?: typeof plugin): Promise<Harness> {
   await h.ctx.stablemem.teamReady()
   return h
 }
-type Tap = typeof t
+type Tap = Test
 
 async function ask(h: Harness, question: string): Promise<string> {
   h.script(reply('ok'))

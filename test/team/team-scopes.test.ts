@@ -9,7 +9,7 @@
 import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { SessionId } from '@deepseek-ai/dsh-session'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import * as plugin from '../../lib/index.ts'
 import { boot, injected, realBatch, reply, tempStorePath, textOf, type Harness } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
@@ -39,7 +39,7 @@ async function agent(t: Tap, member: string, module?: typeof plugin): Promise<Ha
   await h.ctx.stablemem.teamReady()
   return h
 }
-type Tap = typeof t
+type Tap = Test
 
 let serial = 0
 /** What the pre-step injected for `question` in a new session whose header records `cwd`. */

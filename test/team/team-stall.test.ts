@@ -7,7 +7,7 @@
  * frozen server until it is resumed.
  */
 import { readdirSync, readFileSync } from 'node:fs'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type { Context } from '@deepseek-ai/cordis'
 import * as plugin from '../../lib/index.ts'
 import { boot, injected, reply, requestTexts, tempStorePath, textOf, type Harness } from '../helpers/harness.ts'
@@ -75,7 +75,7 @@ async function agent(t: Tap, module?: typeof plugin): Promise<{ h: Harness, arm:
   await h.ctx.stablemem.commit({ text: 'carol 本地：deploy 窗口开始前先通知值班', scope: 'global' })
   return { h, arm: (pids) => { armed = pids } }
 }
-type Tap = typeof t
+type Tap = Test
 
 async function timedTurn(h: Harness, question: string): Promise<{ ms: number, text: string, context: string }> {
   h.script(reply('ok'))
