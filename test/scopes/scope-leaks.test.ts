@@ -150,3 +150,18 @@ t.test('the browser\'s search and pages under a scope show only what a session t
     t.ok(leaked.texts.some((x) => x.includes(A_TEXT)), 'mutation check: without the scope union the search in B shows A\'s note')
   })
 })
+
+t.test('the browser refuses a malformed scope naming the field, instead of searching a scope that holds nothing', async (t) => {
+  const { server } = await start(t)
+  for (const scope of ['workspace:relative/x', `workspace:${A}/../project-b`, `workspace:${A}/`, 'preset:Bad Id', "' OR 1=1 --"]) {
+    for (const route of [`/api/search?q=${encodeURIComponent(QUESTION)}&`, '/api/notes?']) {
+      const answer = await call(server.port, `${route}t=${server.token}&scope=${encodeURIComponent(scope)}`)
+      t.equal(answer.status, 400, `${route.slice(5, 11)} ${scope.replace(root, '…')}`)
+      t.match(JSON.parse(answer.body), { error: /^scope: /, code: 'invalid_input' })
+    }
+  }
+  await withMutant(t, [{ file: 'serve/api.ts', from: "const key = checkScopeKey(scope, 'scope')", to: 'const key = scope' }], {}, async ({ server }) => {
+    const answer = await call(server.port, `/api/search?t=${server.token}&q=billing&scope=${encodeURIComponent(`workspace:${A}/`)}`)
+    t.equal(answer.status, 200, 'mutation check: without the check a misspelt workspace is searched as an empty scope')
+  })
+})
