@@ -27,11 +27,11 @@ t.before(async () => {
 
 /** The server's processes: the postmaster (parent of the backends) and all its children, read from /proc. */
 async function serverPids(): Promise<number[]> {
-  const admin = await db.server.admin()
-  const backend = (await admin.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
-  await admin.end()
   const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1])
-  const postmaster = parentOf(backend)
+  const admin = await db.server.admin()
+  // Read while the connection is open: its backend leaves when it ends.
+  const postmaster = parentOf((await admin.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid)
+  await admin.end()
   const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
     try { return parentOf(pid) === postmaster } catch { return false }
   })
@@ -90,20 +90,25 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 t.test('a server frozen mid-turn: local notes within the budget, the reason said, team notes back once it runs', async (t) => {
   const { h, arm } = await agent(t)
-  const warm = await timedTurn(h, 'deploy 窗口是什么时候？')
+  // The first recalls start the team's thread and connections: on a loaded machine they can take
+  // longer than the budget, so warm up until the team note comes back.
+  let warm = await timedTurn(h, 'deploy 窗口是什么时候？')
+  for (let i = 0; i < 20 && !/周四晚上/.test(warm.text); i++) warm = await timedTurn(h, 'deploy 窗口是什么时候？')
   t.match(warm.text, /周四晚上/, 'before: the team note is recalled')
+  // The budget bounds the wait for the team; the rest of a turn gets 2.5 s, or three steady turns on a loaded machine.
+  const steady = await timedTurn(h, 'deploy 窗口是什么时候？')
+  const bound = BUDGET_MS + Math.max(2500, 3 * Math.min(warm.ms, steady.ms))
   arm(await serverPids())
   const during = await timedTurn(h, 'deploy 窗口是什么时候？')
   t.ok(frozen.length > 0, 'the server was frozen during the turn')
   t.match(during.text, /deploy 窗口开始前先通知值班/, 'the local note is injected')
   t.notMatch(during.text, /周四晚上/, 'the team note is not')
-  // The budget bounds the wait for the team; the rest of a turn on this loaded machine gets 2.5 s.
-  t.ok(during.ms < BUDGET_MS + 2500, `the turn answered within its budget (${Math.round(during.ms)} ms, budget ${BUDGET_MS} ms)`)
+  t.ok(during.ms < bound, `the turn answered within its budget (${Math.round(during.ms)} ms, budget ${BUDGET_MS} ms, bound ${Math.round(bound)} ms)`)
   t.same(h.errors, [], 'the turn completed')
   t.ok((await h.ctx.stablemem.stats()).team!.degraded.timeout >= 1, 'counted as a timeout')
   const next = await timedTurn(h, 'deploy 窗口是什么时候？')
   t.match(next.context, /Team memory \(alpha\) is degraded \((?:[a-z_]+ \d+, )*timeout \d+/, 'the next turn\'s context line says what degraded')
-  t.ok(next.ms < BUDGET_MS + 2500, `and it too answers within the budget (${Math.round(next.ms)} ms)`)
+  t.ok(next.ms < bound, `and it too answers within the budget (${Math.round(next.ms)} ms)`)
   thaw()
   let back = ''
   for (let i = 0; i < 80 && !/周四晚上/.test(back); i++) {
@@ -118,7 +123,7 @@ t.test('mutation: without the budget the turn waits for the frozen server', asyn
     { file: 'team/layer.ts', from: 'const lateAfter = performance.now() + budgetMs', to: 'const lateAfter = Infinity' })
   t.teardown(() => m.remove())
   const { h, arm } = await agent(t, await m.load<typeof plugin>('index.ts'))
-  await timedTurn(h, 'deploy 窗口是什么时候？')
+  await timedTurn(h, 'deploy 窗口是什么时候？') // without the budget the first recall waits for the team, however slow
   arm(await serverPids())
   const resume = setTimeout(thaw, 5000)
   t.teardown(() => clearTimeout(resume))
