@@ -74,6 +74,21 @@ export class ScopePolicy {
     throw new StableMemError('invalid_input', `scope must be 'global', { workspace: <dir> } or { preset: <id> }, not ${JSON.stringify(target)}`)
   }
 
+  /**
+   * The key turns captured at compaction (and the facts cooling distils from them) are saved
+   * under: where a note saved without a scope would go (`defaultScope`), so a conversation held in
+   * one workspace is recalled there and never in another. A workspace that no longer exists on
+   * disk keeps its key (its path as written, normalised) instead of falling back to global.
+   */
+  captureScope(where: ScopeContext): string {
+    try {
+      return this.commitScope(undefined, where)
+    } catch (error) {
+      if (!present(where.workspace)) throw error
+      return this.workspaceKey(where.workspace)
+    }
+  }
+
   private defaultScope(where: ScopeContext): ScopeName {
     const wanted = this.config.defaultScope
     if (wanted === 'preset' && present(where.preset)) return 'preset'

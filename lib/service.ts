@@ -352,10 +352,12 @@ export class StableMem extends Service {
    * Stores the pieces of a region compaction took out of the context window as cold blocks, with
    * their origins (`lib/store/layers.ts`): the commit path's secrets policy, ids and dedupe apply,
    * and a region seen twice writes nothing new. The write happens before the first `await`, so a
-   * synchronous caller (the `session/event` listener) has it stored when the call returns.
+   * synchronous caller (the `session/event` listener) has it stored when the call returns. The
+   * blocks are saved in the scope of the session's `place` (`ScopePolicy.captureScope`).
    */
-  async capture(pieces: readonly CapturePiece[]): Promise<CaptureResult> {
-    const result = this.use((store) => store.layers.capture(pieces, (piece) => `compaction:${piece.origin.role}`))
+  async capture(pieces: readonly CapturePiece[], place: ScopeContext = {}): Promise<CaptureResult> {
+    const scope = this.scopePolicy.captureScope(place)
+    const result = this.use((store) => store.layers.capture(pieces, (piece) => `compaction:${piece.origin.role}`, scope))
     this.captureCounts.regions++
     this.captureCounts.blocks += result.created
     if (result.ids.length > 0) this.vectorizer?.enqueue(result.ids)

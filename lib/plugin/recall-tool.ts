@@ -3,6 +3,7 @@ import { defineTool, type ToolDefinition } from '@deepseek-ai/dsh-tools'
 import { redactSecrets } from '../secrets.ts'
 import { originLabel } from './origin.ts'
 import { quote } from './render.ts'
+import { placeOf } from './session-place.ts'
 
 /** Most hits one search returns. */
 const MAX_HITS = 10
@@ -12,7 +13,9 @@ const SESSION_CANDIDATES = 100
 /**
  * The tool through which the model searches long-term memory on purpose: saved notes, distilled
  * facts, and turns of conversations kept when compaction took them out of the context window
- * (optionally only this conversation's). Its output is structured (id, text, exact, origin)
+ * (optionally only this conversation's), within what the calling session may see: the global notes
+ * and those of its own workspace and preset, never another workspace's (the pre-step's view). Its
+ * output is structured (id, text, exact, origin)
  * and rendered like the recall message: every stored line quoted with "> ", credentials masked,
  * so a stored text can never pose as an instruction. Not gated: reading memory changes nothing.
  */
@@ -22,7 +25,7 @@ export function recallTool(ctx: Context, name: string): ToolDefinition {
     description: 'Search long-term memory: notes saved earlier, facts distilled from them, and earlier turns of conversations ' +
       'that were compacted out of the context window (ports, IPs, paths, versions, names, decisions). ' +
       'Use it when the user refers to something said before that is no longer in view. ' +
-      'scope "session" searches only the turns of this conversation; "all" (default) searches everything.',
+      'scope "session" searches only the turns of this conversation; "all" (default) searches every conversation and note of this workspace and the global ones.',
     parameters: {
       query: { type: 'string', required: true, description: 'What to look for, in the user\'s words; exact values (8499, /etc/hosts, v2.3) match exactly.' },
       scope: { type: 'string', enum: ['session', 'all'], description: 'Optional: "session" (this conversation only) or "all" (default).' },
@@ -48,7 +51,7 @@ export function recallTool(ctx: Context, name: string): ToolDefinition {
       const session = exec.agent === undefined ? undefined : String(exec.agent.id)
       const onlySession = args.scope === 'session'
       if (onlySession && session === undefined) return { hits: [] }
-      let hits = await ctx.stablemem.recall(args.query, { topK: onlySession ? SESSION_CANDIDATES : MAX_HITS, recordAccess: false })
+      let hits = await ctx.stablemem.recall(args.query, { topK: onlySession ? SESSION_CANDIDATES : MAX_HITS, recordAccess: false, scope: placeOf(exec.agent) })
       const origins = await ctx.stablemem.origins(hits.map((h) => h.id))
       if (onlySession) hits = hits.filter((h) => origins.get(h.id)?.sessionId === session).slice(0, MAX_HITS)
       await ctx.stablemem.recordAccess(hits.map((h) => h.id)) // only what the model is shown counts as accessed

@@ -25,8 +25,13 @@ export interface SecretShape {
   accept?: (value: string, match: RegExpMatchArray) => boolean
 }
 
-/** Left and right edges of a token: not inside a longer run of token characters. */
-const L = '(?<![A-Za-z0-9_-])'
+/**
+ * Left and right edges of a token: not inside a longer run of token characters. A terminal
+ * colour code just before a token (`ESC[31m`, or `[31m` once the renderer has made ESC a space)
+ * ends in a letter but is not part of it: coloured tool output pasted or captured at compaction
+ * puts keys right behind one.
+ */
+const L = '(?<![A-Za-z0-9_-](?<!\\[[0-9;]{0,16}m))'
 const R = '(?![A-Za-z0-9_-])'
 
 /** A token with a fixed published prefix and body. */
@@ -195,7 +200,7 @@ export const SHAPES: readonly SecretShape[] = [
   token('age-key', /AGE-SECRET-KEY-/, 'AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}'),
 
   // Generic forms.
-  { kind: 'jwt', pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0, needs: /eyJ/ },
+  { kind: 'jwt', pattern: new RegExp(`${L}eyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,}`, 'g'), group: 0, needs: /eyJ/ },
   { kind: 'bearer-token', pattern: /\b(?:Bearer|Basic)\s+([A-Za-z0-9._~+/-]{16,}=*)/gi, group: 1, needs: /bearer|basic/i },
   {
     kind: 'bearer-token',

@@ -15,7 +15,7 @@ import { recallBlocksHybrid } from '../recall/hybrid.ts'
 import { MAX_TOP_K } from '../recall/recall.ts'
 import type { Hit } from '../recall/types.ts'
 import type { BrowseFilter } from '../store/browse.ts'
-import { GLOBAL_SCOPE } from '../store/scope-key.ts'
+import { checkScopeKey, GLOBAL_SCOPE } from '../store/scope-key.ts'
 import { scrubInBackground } from '../store/scrub.ts'
 import type { BlockStore } from '../store/store.ts'
 import type { Block } from '../store/types.ts'
@@ -72,10 +72,15 @@ export function display(text: string): string[] {
   return text.split(LINE_BREAK).map(escapeForDisplay)
 }
 
-/** Which scope keys a search covers: every note (`all`), or what a session there sees (global plus that key). */
+/**
+ * Which scope keys a search covers: every note (`all`), or what a session there sees (global plus
+ * that key). A malformed key (a relative or unnormalised path, a bad preset id) is refused naming
+ * the field, rather than searched as a scope that holds nothing.
+ */
 function unionOf(scope: string | null): string[] | undefined {
   if (scope === null || scope === '' || scope === 'all') return undefined
-  return scope === GLOBAL_SCOPE ? [GLOBAL_SCOPE] : [GLOBAL_SCOPE, scope]
+  const key = checkScopeKey(scope, 'scope')
+  return key === GLOBAL_SCOPE ? [GLOBAL_SCOPE] : [GLOBAL_SCOPE, key]
 }
 
 /**
@@ -131,7 +136,7 @@ function notes(api: ApiContext, req: ApiRequest) {
   const filter: BrowseFilter = {}
   for (const key of ['scene', 'source', 'scope'] as const) {
     const value = q.get(key)
-    if (value !== null && value !== '') filter[key] = value
+    if (value !== null && value !== '') filter[key] = key === 'scope' ? checkScopeKey(value, 'scope') : value
   }
   const layer = q.get('layer')
   if (layer === 'stable' || layer === 'cold') filter.layer = layer

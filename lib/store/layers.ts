@@ -1,5 +1,6 @@
 import type { StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
+import { GLOBAL_SCOPE } from './scope-key.ts'
 import type { CommitInput, CommitResult } from './types.ts'
 
 /** A block's holder layer: `stable` (notes and distilled facts, L3) or `cold` (captured turns, L2). */
@@ -123,9 +124,10 @@ export class LayerTable {
    * Stores captured pieces as cold blocks in one transaction. A piece whose text is already a
    * block keeps that block (and its layer) and only gains an origin row; an origin already
    * recorded is not recorded again, so capturing the same region twice writes nothing. A piece
-   * the store refuses is reported and skipped; the others are kept.
+   * the store refuses is reported and skipped; the others are kept. The blocks are saved in
+   * `scope` (a scope key; the session's, so a conversation's turns stay in its workspace).
    */
-  capture(pieces: readonly CapturePiece[], source: (piece: CapturePiece) => string): CaptureResult {
+  capture(pieces: readonly CapturePiece[], source: (piece: CapturePiece) => string, scope: string = GLOBAL_SCOPE): CaptureResult {
     const out: CaptureResult = { created: 0, ids: [], existing: 0, origins: 0, refused: [] }
     if (pieces.length === 0) return out
     const now = this.host.now()
@@ -134,7 +136,7 @@ export class LayerTable {
     this.host.transaction(() => {
       // A new block is written cold, with the piece's source, by the insert itself.
       const cold = (i: number) => ({ layer: 'cold' as const, source: source(pieces[i]!) })
-      const batch = this.commitEach(pieces.map((piece) => ({ text: piece.text })), (i, reason) => out.refused.push({ seq: pieces[i]!.origin.seq, reason }), cold)
+      const batch = this.commitEach(pieces.map((piece) => ({ text: piece.text, scope })), (i, reason) => out.refused.push({ seq: pieces[i]!.origin.seq, reason }), cold)
       for (const [i, piece] of pieces.entries()) {
         const result = batch[i]
         if (result === undefined) continue
@@ -250,8 +252,15 @@ export class LayerTable {
     return this.host.transaction(() => {
       const cold = this.stillCold(items.map((item) => item.id))
       const live = items.filter((item) => cold.has(item.id))
-      const inputs = live.flatMap((item) => item.facts.map((fact) => ({ text: fact.text, source: 'distill', semanticType: 'fact' })))
+      // A fact is recalled where its block is: it is saved in the block's scopes (its words are the block's).
+      const scopesOf = this.host.stmt('layers.scopesOf', `SELECT m.scope FROM memberships m JOIN blocks b ON b.rowid = m.block_rowid
+        WHERE b.id = ? ORDER BY m.scope <> 'global', m.scope`)
+      const scopes = new Map(live.map((item) => [item.id, scopesOf.all(item.id).map((r) => String(r.scope))]))
+      const fact = (text: string, scope: string | undefined) => ({ text, source: 'distill', semanticType: 'fact', ...(scope === undefined ? {} : { scope }) })
+      const inputs = live.flatMap((item) => item.facts.map((f) => fact(f.text, scopes.get(item.id)![0])))
       const results = this.commitEach(inputs)
+      // Saving the same text in another scope adds that membership (a block in two workspaces is one block).
+      this.commitEach(live.flatMap((item) => scopes.get(item.id)!.slice(1).flatMap((scope) => item.facts.map((f) => fact(f.text, scope)))))
       const edge = this.host.stmt('layers.derivedFrom', `INSERT INTO edges (source_kind, source_id, target_kind, target_id, type, created_at)
         VALUES ('block', ?, 'block', ?, '${DERIVED_FROM}', ?) ON CONFLICT DO NOTHING`)
       const byId = new Map<string, CoolOutcome>()

@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline'
 import { isBlockId } from '../../store/block-id.ts'
 import type { ForgetFilter, ForgetResult } from '../../store/forget.ts'
 import type { Block } from '../../store/types.ts'
+import { escapeForDisplay, jsonForDisplay } from '../../text/terminal.ts'
 import { println, UsageError, type CliIo, type Command } from '../command.ts'
 import { openExisting, withStore } from '../open-store.ts'
 import { openTeam, teamConfigOf, TEAM_OPTIONS, TEAM_USAGE } from '../team-args.ts'
@@ -117,7 +118,7 @@ async function forgetShared(target: string[] | ForgetFilter, values: Record<stri
     const where = team.config.namespace
     const preview = await team.forget(target, { dryRun: true })
     const shown = (result: SharedForgetResult) => {
-      if (json) return println(io.stdout, JSON.stringify(result))
+      if (json) return println(io.stdout, jsonForDisplay(result))
       for (const id of result.unknown) println(io.stderr, `stablemem forget: no team note ${id} in ${where}`)
       if (result.deleted.length === 0) return println(io.stdout, result.dryRun ? 'nothing matches: no team note would be deleted' : 'nothing matches: no team note deleted')
       if (result.dryRun) return listShared(io, result, 'would forget', where)
@@ -143,10 +144,14 @@ async function forgetShared(target: string[] | ForgetFilter, values: Record<stri
   }
 }
 
-/** The team preview: one line per note, with who shared it. */
+/**
+ * The team preview: one line per note, with who shared it. The member name and text come from
+ * another machine's rows: controls, bidi and hidden characters are shown as escapes, never sent
+ * to the terminal raw.
+ */
 function listShared(io: CliIo, result: SharedForgetResult, verb: string, namespace: string): void {
   println(io.stdout, `${verb} ${plural(result.deleted.length, 'team note')} from ${namespace}:`)
-  for (const note of result.deleted) println(io.stdout, `  ${note.id}  ${note.member}: ${firstLine(note)}`)
+  for (const note of result.deleted) println(io.stdout, `  ${note.id}  ${escapeForDisplay(note.member)}: ${firstLine(note)}`)
   if (result.restored.length > 0) println(io.stdout, `current again afterwards: ${result.restored.join(', ')}`)
 }
 
@@ -179,7 +184,7 @@ function targetOf(args: string[], values: Record<string, string | boolean | unde
 
 function report(io: CliIo, result: ForgetResult, json: boolean): void {
   if (json) {
-    println(io.stdout, JSON.stringify(result))
+    println(io.stdout, jsonForDisplay(result))
     return
   }
   for (const id of result.unknown) println(io.stderr, `stablemem forget: no block ${id}`)
@@ -206,12 +211,12 @@ function list(io: CliIo, result: ForgetResult, verb: string): void {
   if (result.restored.length > 0) println(io.stdout, `current again afterwards: ${result.restored.join(', ')}`)
 }
 
-/** A note's first line, control characters blanked and cut to fit one terminal line. */
+/** A note's first line, control characters blanked, cut to fit one terminal line, bidi and hidden characters shown as escapes. */
 function firstLine(block: Pick<Block, 'text'>): string {
   // eslint-disable-next-line no-control-regex
   const line = block.text.split(/\r\n|\r|\n|\u2028|\u2029/)[0]!.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ')
   const chars = Array.from(line)
-  return chars.length > PREVIEW_CHARS ? `${chars.slice(0, PREVIEW_CHARS - 1).join('')}…` : line
+  return escapeForDisplay(chars.length > PREVIEW_CHARS ? `${chars.slice(0, PREVIEW_CHARS - 1).join('')}…` : line)
 }
 
 /** Asks on the terminal; true only for y or yes. */

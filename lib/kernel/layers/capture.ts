@@ -1,6 +1,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type {} from '@deepseek-ai/dsh-session'
 import { recallToolNameOf, type Config } from '../../config.ts'
+import type { ScopeContext } from '../../scope-policy.ts'
 import type { StableMem } from '../../service.ts'
 import { extractPieces, type EventLike, type ExtractOptions } from './extract.ts'
 
@@ -11,6 +12,14 @@ const REGION_EVENTS = new Set(['compaction/summary', 'compaction/prune'])
 interface SessionLike {
   id: string
   events: readonly EventLike[]
+  /** The session header: its working directory and the agent preset it was composed for, when recorded. */
+  header?: { cwd?: unknown, agentPreset?: unknown }
+}
+
+/** Where a session runs, from its header (as `lib/plugin/session-place.ts` reads it for an agent): its turns are captured in that scope. */
+function placeOfSession(session: SessionLike): ScopeContext {
+  const text = (value: unknown) => typeof value === 'string' && value !== '' ? value : undefined
+  return { workspace: text(session.header?.cwd), preset: text(session.header?.agentPreset) }
 }
 
 /** What capture keeps of a region under this configuration (all of `ExtractOptions` but the region's own ids). */
@@ -51,7 +60,7 @@ export function registerCompactionCapture(ctx: Context, service: () => StableMem
       const pieces = extractPieces([...shadowed, ...session.events.filter((e) => e.type === 'tool/call')], {
         ...options, sessionId: String(session.id), compactionId: typeof data.compactionId === 'string' ? data.compactionId : '',
       })
-      memory.capture(pieces).then((result) => {
+      memory.capture(pieces, placeOfSession(session)).then((result) => {
         if (result.refused.length > 0) logger.info('compaction capture: %d piece(s) refused by the store (first: %s)', result.refused.length, result.refused[0]!.reason)
       }, failed)
     } catch (error) {
