@@ -23,6 +23,7 @@ import type { SharedForgetResult } from './team/forget.ts'
 import type { ShareResult } from './team/write.ts'
 import { checkSceneKey, normalizeSceneKey } from './store/scene-key.ts'
 import { SceneApi } from './kernel/scenes/api.ts'
+import type { KernelMemory } from './kernel/host-memory.ts'
 import type { Block, CommitResult, EdgeInput } from './store/types.ts'
 import { checkIdList, checkRecallCall, kindOf } from './service/inputs.ts'
 import { recallMerged } from './service/recall-merge.ts'
@@ -45,7 +46,7 @@ declare module '@deepseek-ai/cordis' {
  *
  * Fields are TypeScript `private`, never `#private`: cordis calls methods through a proxy.
  */
-export class StableMem extends Service {
+export class StableMem extends Service implements KernelMemory {
   private readonly config: Config
   private readonly storePath: string
   /** The store and its availability (`lib/service/store-guard.ts`). */
