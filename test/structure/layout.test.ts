@@ -23,7 +23,6 @@ const LIMIT = 450
  */
 const EXCEPTIONS: ReadonlyMap<string, string> = new Map([
   ['lib/store/store.ts', 'split on the bulk-write branch (issue 32)'],
-  ['lib/store/forget.ts', 'split next on this branch'],
   ['lib/kernel/stages/bind.ts', 'split next on this branch'],
 ])
 
