@@ -23,7 +23,6 @@ const LIMIT = 450
  */
 const EXCEPTIONS: ReadonlyMap<string, string> = new Map([
   ['lib/store/store.ts', 'split on the bulk-write branch (issue 32)'],
-  ['lib/kernel/stages/bind.ts', 'split next on this branch'],
 ])
 
 /** The circles among the `.ts` files under the given folders of `base`. */
