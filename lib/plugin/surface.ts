@@ -5,7 +5,7 @@ import type { StableMem } from '../service.ts'
 import { contextLine, contextName } from './context-line.ts'
 import { modelTools } from './model-tools.ts'
 import { registerPreStep } from './pre-step.ts'
-import { registerSceneCard } from '../kernel/scenes/card.ts'
+import { registerSceneCard } from './scene-card.ts'
 import { untraced } from './untraced.ts'
 
 /**
