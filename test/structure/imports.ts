@@ -95,3 +95,44 @@ export function longFiles(dir: string, root: string, limit: number): Map<string,
   }
   return out
 }
+
+/**
+ * The rows of `lib/` from the bottom up (docs/architecture.md, "Rooms and layers"): a module may
+ * import its own row and the rows below it. Each row lists path prefixes relative to `lib/`; the
+ * first row whose prefix matches a file places it.
+ */
+export const LAYERS: ReadonlyArray<{ name: string, paths: readonly string[] }> = [
+  { name: 'text', paths: ['text/', 'errors.ts', 'dsh-home.ts'] },
+  { name: 'store', paths: ['store/', 'secrets.ts', 'secrets/'] },
+  { name: 'recall', paths: ['recall/', 'team/', 'embed/'] },
+  { name: 'config', paths: ['config.ts', 'scope-policy.ts', 'embed/from-config.ts'] },
+  { name: 'kernel', paths: ['kernel/stages/', 'kernel/scenes/', 'kernel/layers/', 'kernel/host-memory.ts', 'kernel/preset.ts'] },
+  { name: 'service', paths: ['service.ts', 'service/'] },
+  { name: 'plugin', paths: ['plugin/'] },
+  { name: 'entries', paths: ['index.ts', 'kernel/index.ts', 'kernel/compaction.ts', 'cli/', 'serve/'] },
+]
+
+/** The row of a file under `lib/` (its path relative to `lib/`), or -1 when no row names it. */
+export function layerOf(path: string): number {
+  let found = -1
+  let longest = -1
+  LAYERS.forEach((layer, i) => {
+    for (const prefix of layer.paths) {
+      const hit = prefix.endsWith('/') ? path.startsWith(prefix) : path === prefix
+      if (hit && prefix.length > longest) { found = i; longest = prefix.length }
+    }
+  })
+  return found
+}
+
+/** Imports in `graph` (files under `lib`) that point to a higher row, as `from → to`, paths relative to `lib`. */
+export function upwardImports(graph: Map<string, string[]>, lib: string): string[] {
+  const out: string[] = []
+  for (const [from, tos] of graph) {
+    for (const to of tos) {
+      const [a, b] = [relative(lib, from), relative(lib, to)]
+      if (layerOf(b) > layerOf(a)) out.push(`${a} → ${b}`)
+    }
+  }
+  return out.sort()
+}

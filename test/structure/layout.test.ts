@@ -1,8 +1,9 @@
 /**
  * The layout rules of issue 32, checked on the source itself: no import circle among the modules
  * of `lib/` and `bench/` (type-only imports count: a type circle ties two modules together just
- * the same), and no file in `lib/` above 450 lines. Each check is shown to fail: on a fixture, and
- * on a copy of `lib/` with one edit that closes a circle (`test/helpers/mutant.ts`).
+ * the same), no import in `lib/` pointing up the rows of docs/architecture.md (plugin → service →
+ * kernel → config → recall → store → text), and no file in `lib/` above 450 lines. Each check is
+ * shown to fail: on a fixture, or on a copy of `lib/` with one edit (`test/helpers/mutant.ts`).
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -10,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { mutant } from '../helpers/mutant.ts'
 import { tempDir } from '../helpers/temp.ts'
-import { circles, importGraph, longFiles, tsFiles } from './imports.ts'
+import { circles, importGraph, layerOf, longFiles, tsFiles, upwardImports } from './imports.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 
@@ -62,6 +63,24 @@ t.test('mutation: one import that closes a circle in a copy of lib/ turns the ch
   })
   t.teardown(() => m.remove())
   t.same(circlesUnder(m.dir, 'lib'), [['lib/recall/abstain.ts', 'lib/recall/types.ts']])
+})
+
+t.test('every file of lib/ has a row, and no import points up the rows', async (t) => {
+  const lib = join(root, 'lib')
+  const files = tsFiles(lib)
+  t.same(files.map((f) => f.slice(lib.length + 1)).filter((f) => layerOf(f) < 0), [], 'a new room needs its row in imports.ts')
+  t.same(upwardImports(importGraph(files), lib), [])
+})
+
+t.test('mutation: the kernel importing the service class again is found', async (t) => {
+  const m = mutant({
+    file: 'kernel/layers/heartbeat.ts',
+    from: "import type { KernelMemory } from '../host-memory.ts'",
+    to: "import type { KernelMemory } from '../host-memory.ts'\nimport type { StableMem } from '../../service.ts'\nexport type Host = StableMem",
+  })
+  t.teardown(() => m.remove())
+  const lib = join(m.dir, 'lib')
+  t.same(upwardImports(importGraph(tsFiles(lib)), lib), ['kernel/layers/heartbeat.ts → service.ts'])
 })
 
 t.test(`no file in lib/ above ${LIMIT} lines, but the listed exceptions`, async (t) => {
