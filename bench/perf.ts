@@ -49,7 +49,7 @@ import { queryContent, relevance } from '../lib/recall/relevance.ts'
 import { analyzeQuery } from '../lib/recall/symbols.ts'
 import { GLOBAL_SCOPE } from '../lib/store/scope-key.ts'
 import { SCHEMA_VERSION } from '../lib/store/schema.ts'
-import { UPKEEP_DUE_SEGMENTS } from '../lib/store/fts-upkeep.ts'
+import { nextMergeScope, UPKEEP_DUE_SEGMENTS } from '../lib/store/fts-upkeep.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { exportJsonl, importJsonl } from '../lib/store/transfer.ts'
 import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
@@ -351,14 +351,14 @@ const ratioP50 = Math.max(...ratios)
 const builtDir = mkdtempSync(join(tmpdir(), 'stablemem-built-'))
 const builtPath = join(builtDir, 'memory.db')
 copyFileSync(storePath, builtPath)
-/** Upkeep as the host runs it (lib/plugin/index-upkeep.ts): the scope `mergeDue` picks, then across all levels if still due; every slice timed. */
+/** Upkeep as the host runs it (lib/plugin/index-upkeep.ts): the scope `mergeDue` picks, then the next one `nextMergeScope` gives (the host's own order); every slice timed. */
 function hostUpkeep(store: BlockStore) {
   const wall: number[] = []
   const cpuSamples: number[] = []
   const scopes: string[] = []
   const startCpu = process.cpuUsage()
   const start = nowMs()
-  for (let scope = store.mergeDue(false); scope !== undefined; scope = scope === 'levels' && store.mergeDue(true) === 'all' ? 'all' : undefined) {
+  for (let scope = store.mergeDue(false); scope !== undefined; scope = nextMergeScope(scope, (levelsDone) => store.mergeDue(levelsDone))) {
     scopes.push(scope)
     for (let outcome = 'merged'; outcome === 'merged' && store.ftsSegments() > 1;) {
       const cpu = process.cpuUsage()

@@ -19,7 +19,6 @@ import { performance } from 'node:perf_hooks'
 import { isAbstention } from '../lib/recall/abstain.ts'
 import { recallBlocksHybrid } from '../lib/recall/hybrid.ts'
 import type { Hit } from '../lib/recall/types.ts'
-import type { BlockStore } from '../lib/store/store.ts'
 import { jsonWanted } from './args.ts'
 import { buildStore, partition } from './recall/build-store.ts'
 import { allSetsTable, evalSetsIn, runAllSets } from './recall/all-sets.ts'
@@ -28,11 +27,9 @@ import { FLOORS, FloorIndex, type FloorName } from './recall/floors.ts'
 import { byCategory, metrics, quantile, round, type Metrics, type Outcome } from './recall/metrics.ts'
 import { BenchEmbedderError, benchEmbedder, hybridRecallFn } from './recall/hybrid.ts'
 import { precisionTable, runPrecisionBench } from './recall/precision.ts'
+import type { RecallFn } from './recall/recall-fn.ts'
 import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE } from '../lib/recall/gate.ts'
 import type { FusionMethod } from '../lib/recall/hybrid.ts'
-
-/** A recall under test: what the bench calls once per query. */
-export type RecallFn = (store: BlockStore, query: string, options: { topK: number }) => Hit[] | Promise<Hit[]>
 
 /** What one bench run measures. */
 export interface BenchOptions {

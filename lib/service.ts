@@ -2,39 +2,34 @@ import { randomUUID } from 'node:crypto'
 import { Service, type Context } from '@deepseek-ai/cordis'
 import type { Config } from './config.ts'
 import { StableMemError } from './errors.ts'
-import { embedderFromConfig } from './embed/from-config.ts'
-import type { HttpEmbedder } from './embed/http.ts'
 import { StagesApi, type Stages } from './kernel/stages/api.ts'
 import { bindStages } from './kernel/stages/bind.ts'
 import { StageHost } from './kernel/stages/host.ts'
-import type { StageStats } from './kernel/stages/types.ts'
-import { BlockVectorizer, type VectorizerStats } from './embed/vectorizer.ts'
 import { coolingOptions, coolTick, type CoolingReport } from './kernel/layers/cooling.ts'
 import type { Distiller } from './kernel/layers/distill.ts'
 import { llmDistiller } from './kernel/layers/llm-distiller.ts'
 import { isAbstention } from './recall/abstain.ts'
-import type { CapturePiece, CaptureResult, LayerStats, Origin } from './store/layers.ts'
-import { AccessRecorder, type AccessStats } from './store/access.ts'
-import { failureKind, transientReason } from './store/failure.ts'
-import { gateHits } from './recall/gate.ts'
-import { markDegraded, recallBlocksHybrid } from './recall/hybrid.ts'
-import { clampTopK, MAX_TOP_K } from './recall/recall.ts'
-import { DEGRADED_REASONS, type DegradedReason, type Hit, type HybridHits } from './recall/types.ts'
-import { ScopePolicy, type RecallView, type ScopeContext, type ScopeTarget } from './scope-policy.ts'
-import type { ScopeName } from './store/scope-key.ts'
-import type { ScopeCount } from './store/scopes.ts'
+import type { CapturePiece, CaptureResult, Origin } from './store/layers.ts'
+import { AccessRecorder } from './store/access.ts'
+import { failureKind } from './store/failure.ts'
+import type { HybridHits } from './recall/types.ts'
+import { ScopePolicy, type ScopeContext, type ScopeTarget } from './scope-policy.ts'
 import type { ForgetOptions, ForgetResult, ForgetTarget, VacuumResult } from './store/forget.ts'
 import type { MergeScope, SliceOutcome } from './store/fts-upkeep.ts'
 import { BlockStore } from './store/store.ts'
 import { scrubInBackground } from './store/scrub.ts'
-import { TeamLayer, type TeamStats } from './team/layer.ts'
-import { mergeTeamHits } from './team/merge.ts'
+import { TeamLayer } from './team/layer.ts'
 import type { SharedForgetResult } from './team/forget.ts'
 import type { ShareResult } from './team/write.ts'
 import { checkSceneKey, normalizeSceneKey } from './store/scene-key.ts'
-import { SceneApi, type SceneStats } from './kernel/scenes/api.ts'
-import { withSceneNotes } from './kernel/scenes/union.ts'
-import type { Block, CommitInput, CommitResult, EdgeInput, StoreStats } from './store/types.ts'
+import { SceneApi } from './kernel/scenes/api.ts'
+import type { KernelMemory } from './kernel/host-memory.ts'
+import type { Block, CommitResult, EdgeInput } from './store/types.ts'
+import { checkIdList, checkRecallCall, kindOf } from './service/inputs.ts'
+import { recallMerged } from './service/recall-merge.ts'
+import { StoreGuard } from './service/store-guard.ts'
+import { ServiceVectors } from './service/vectors.ts'
+import type { RecallCallOptions, ServiceCommitInput, ServiceStats, VectorStats } from './service/types.ts'
 
 declare module '@deepseek-ai/cordis' {
   interface Context {
@@ -42,98 +37,6 @@ declare module '@deepseek-ai/cordis' {
     stablemem: StableMem
   }
 }
-
-/** `stats()` of the service: the store's counts plus the plugin's own health counters. */
-export interface ServiceStats extends Partial<StoreStats>, Partial<AccessStats> {
-  /** False when the store could not be opened; `error` says why. The agent runs on without memory. */
-  available: boolean
-  error?: string
-  /** Calls that failed for a reason that passes (full disk, I/O error, lock); memory stayed on and retried. */
-  transientFailures: number
-  /** Set while the last store call failed that way; cleared by the next call that writes. */
-  transientError?: string
-  /** Turns whose recall failed (logged; the turn went on without notes). */
-  recallFailures: number
-  /** Recall messages injected into turns. */
-  injections: number
-  /** Recalls in which vectors took part. */
-  hybridRecalls: number
-  /** Recalls that fell back to the lexical result, by reason. */
-  recallDegraded: Record<DegradedReason, number>
-  /** The embedder and the background vector writer; absent while `embed.baseUrl` is empty. */
-  vectors?: VectorStats
-  /** Blocks per layer (docs/layers.md); absent while the store is unavailable. */
-  layers?: LayerStats
-  /** Compaction capture: regions seen, blocks written, captures that failed (logged; the turn went on). */
-  capture: { regions: number, blocks: number, failures: number }
-  /** Finished turns by how they ended (`completed`, `blocked`, …), counted at after_output. */
-  turns: Record<string, number>
-  /** The stage API's handlers, calls, handler errors and loop exits. */
-  stages: StageStats
-  /** Notes per scope key (`global`, `workspace:<dir>`, `preset:<id>`), most first; a note in two scopes counts in both. */
-  byScope?: ScopeCount[]
-  /** The shared team layer (docs/team.md); absent while `team.url` is empty. */
-  team?: TeamStats
-  /** Scenes, refs, resolved turns and the scene card (docs/scenes.md); absent while the store is unavailable. */
-  scenes?: SceneStats
-}
-
-/**
- * What `ctx.stablemem.commit` takes: the note, and the scope to save it in. `scope` names the kind
- * (default: config `scopes.defaultScope`); `workspace` (an absolute, existing directory) and
- * `preset` say which workspace or preset. Saving a note that exists in another scope adds the scope.
- */
-export interface ServiceCommitInput extends Omit<CommitInput, 'scope'>, ScopeContext {
-  scope?: ScopeName
-  /** Also write the note to the team layer (config `team`); nothing is shared unless this says so. */
-  shared?: boolean
-}
-
-/** Options of `ctx.stablemem.recall`. */
-/** Kept for callers written against the scopes release: the same options as `RecallCallOptions`. */
-export type ServiceRecallOptions = RecallCallOptions
-
-/** The vector side of `stats()`. */
-export interface VectorStats extends Partial<VectorizerStats> {
-  model: string
-  dims: number
-  /** Vectors stored for this model and dims. */
-  stored?: number
-  /** `closed`, `open` or `half_open`. */
-  circuit: string
-  /** Why the embedder could not be created from the configuration, if it could not. */
-  error?: string
-}
-
-/** Options of `ctx.stablemem.recall`. */
-export interface RecallCallOptions {
-  /** How many notes (default 5; with `purpose: 'inject'`, the config's `topK`). */
-  topK?: number
-  /** Count the returned notes as accesses (default true). */
-  recordAccess?: boolean
-  /**
-   * `search` (default): the ranked list, ungated, as a deliberate search wants it. `inject`:
-   * exactly the notes the per-turn injection would show (the relevance gate applied).
-   */
-  purpose?: 'search' | 'inject'
-  /** Which notes to search (default `global`: a caller without a session sees no workspace's notes). */
-  scope?: RecallView
-  /** Merge the team layer's notes when one is configured (default true). */
-  team?: boolean
-  /**
-   * Scene keys whose attached notes join the result (`scenes.readKeys` of a turn): placed after
-   * exact pins, always through the gate, within `topK` and the scope (docs/scenes.md).
-   */
-  scenes?: readonly string[]
-}
-
-/** The gated hits, keeping the `degraded` mark of the list they were taken from. */
-function keepMarks(from: HybridHits, hits: Hit[]): HybridHits {
-  return from.degraded === undefined ? hits : markDegraded(hits, from.degraded)
-}
-
-/** Degraded reasons that mean something is wrong (shown in the prompt context line); the rest are by design. */
-const FAILURE_REASONS: readonly DegradedReason[] = ['timeout', 'circuit_open', 'embed_error', 'no_vectors']
 
 /**
  * The `ctx.stablemem` service: the one typed memory API other plugins build on. It owns the store
@@ -143,22 +46,16 @@ const FAILURE_REASONS: readonly DegradedReason[] = ['timeout', 'circuit_open', '
  *
  * Fields are TypeScript `private`, never `#private`: cordis calls methods through a proxy.
  */
-export class StableMem extends Service {
+export class StableMem extends Service implements KernelMemory {
   private readonly config: Config
   private readonly storePath: string
-  private store: BlockStore | undefined
+  /** The store and its availability (`lib/service/store-guard.ts`). */
+  private readonly guard: StoreGuard
   private access: AccessRecorder | undefined
-  private failure: string | undefined
-  private transient: string | undefined
-  private transientCount = 0
   private recallFailureCount = 0
   private injectionCount = 0
-  private hybridCount = 0
-  private lastDegraded: DegradedReason | undefined
-  private readonly degradedCounts = Object.fromEntries(DEGRADED_REASONS.map((r) => [r, 0])) as Record<DegradedReason, number>
-  private readonly embedder: HttpEmbedder | null = null
-  private readonly embedderError: string | undefined
-  private vectorizer: BlockVectorizer | undefined
+  /** The optional embedder, its background vector writer and the recall counters (`lib/service/vectors.ts`). */
+  private readonly vectors: ServiceVectors
   private readonly captureCounts = { regions: 0, blocks: 0, failures: 0 }
   /** This process's name on the cooling lease (`kernel_runs`). */
   private readonly holder = `${process.pid}:${randomUUID().slice(0, 8)}`
@@ -180,20 +77,16 @@ export class StableMem extends Service {
     super(ctx, 'stablemem')
     this.config = config
     this.storePath = config.resolvedPath
+    this.guard = new StoreGuard(config.resolvedPath, ctx.logger('stablemem'))
     this.scopePolicy = config.scopePolicy ?? new ScopePolicy(config.scopes)
-    try {
-      this.embedder = embedderFromConfig(config.embed)
-    } catch (error) {
-      this.embedderError = error instanceof Error ? error.message : String(error)
-      ctx.logger('stablemem').warn('vectors disabled: %s', this.embedderError)
-    }
+    this.vectors = new ServiceVectors(config.embed, ctx.logger('stablemem'))
     // A `team` block without a namespace fails here, at load, naming the field.
     this.team = config.team?.url ? new TeamLayer(config.team, { secrets: config.secrets, maxBlockChars: config.maxBlockChars, logger: ctx.logger('stablemem') }) : undefined
     ctx.effect(() => () => this.close(), 'stablemem.close')
     this.stageHost = new StageHost(ctx.logger('stablemem'))
     const binding = bindStages(ctx, this.stageHost, { maxStepsPerTurn: config.maxStepsPerTurn, stopWhenAllDenied: config.stopWhenAllDenied })
     this.stages = new StagesApi(ctx, this.stageHost, () => binding.idle())
-    this.scenes = new SceneApi((fn) => this.use(fn), {
+    this.scenes = new SceneApi((fn) => this.guard.use(fn), {
       channel: config.channel, timeZone: config.timeZone, halfLifeDays: config.sceneHalfLifeDays, card: config.sceneCard,
       scopes: (view) => this.scopePolicy.recallUnion(view),
     })
@@ -202,21 +95,13 @@ export class StableMem extends Service {
   /** Opens the store; a failure is recorded and logged, not thrown, so the agent keeps running. */
   async [Service.init](): Promise<void> {
     try {
-      this.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets, duplicates: this.config.duplicates })
-      this.access = new AccessRecorder(this.store)
-      this.config.scenes.forEach((key, i) => this.store!.scenes.declare(checkSceneKey(key, `scenes[${i}]`, true), 0))
-      if (this.embedder) {
-        const logger = this.ctx.logger('stablemem')
-        this.vectorizer = new BlockVectorizer(this.store, this.embedder, {
-          batchSize: this.config.embed.batchSize,
-          onError: (error) => logger.warn('embedding notes failed (they wait for the next backfill): %s', error instanceof Error ? error.message : String(error)),
-        })
-        this.vectorizer.start()
-      }
-      if (this.store.pendingScrubs().forgets > 0) this.scrubLater()
+      const store = this.guard.store = new BlockStore(this.storePath, { maxBlockChars: this.config.maxBlockChars, secrets: this.config.secrets, duplicates: this.config.duplicates })
+      this.access = new AccessRecorder(store)
+      this.config.scenes.forEach((key, i) => store.scenes.declare(checkSceneKey(key, `scenes[${i}]`, true), 0))
+      this.vectors.start(store)
+      if (store.pendingScrubs().forgets > 0) this.scrubLater()
     } catch (error) {
-      this.failure = error instanceof Error ? error.message : String(error)
-      this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)
+      this.guard.openFailed(error)
     }
     // Checked in the background: a slow or absent team server never delays the agent's start.
     void this.team?.start()
@@ -239,10 +124,10 @@ export class StableMem extends Service {
     if (shared && !this.team) throw new StableMemError('invalid_input', 'shared: true needs a team layer (config team.url); the note was not saved')
     const key = this.scopePolicy.commitScope(scope, { workspace, preset })
     // A shared note may supersede a note only the team holds: locally it then supersedes nothing.
-    const local = shared && note.supersedes && !this.use((store) => store.get(note.supersedes!)) ? { ...note, supersedes: '' } : note
-    const result = this.use((store) => store.commit({ ...local, scope: key }))
-    this.recovered()
-    if (result.created) this.vectorizer?.enqueue([result.id])
+    const local = shared && note.supersedes && !this.guard.use((store) => store.get(note.supersedes!)) ? { ...note, supersedes: '' } : note
+    const result = this.guard.use((store) => store.commit({ ...local, scope: key }))
+    this.guard.recovered()
+    if (result.created) this.vectors.enqueue([result.id])
     if (shared) {
       try {
         await this.team!.share([{ text: note.text, source: note.source, scene: note.scene, supersedes: note.supersedes }])
@@ -260,7 +145,7 @@ export class StableMem extends Service {
   async share(ids: readonly string[]): Promise<ShareResult[]> {
     if (!this.team) throw new StableMemError('invalid_input', 'sharing needs a team layer (config team.url)')
     const blocks = ids.map((id) => {
-      const block = this.use((store) => store.get(id))
+      const block = this.guard.use((store) => store.get(id))
       if (!block) throw new StableMemError('not_found', `no note ${id} in this store`)
       return block
     })
@@ -293,58 +178,22 @@ export class StableMem extends Service {
    * `team.budgetMs` (`team: false` leaves them out); a team hit carries `team: { member, savedAt }`.
    */
   async recall(query: string, options: RecallCallOptions = {}): Promise<HybridHits> {
-    // A JavaScript caller can pass anything; recalling nothing for a number would hide its bug.
-    if (typeof query !== 'string') throw new StableMemError('invalid_input', `query must be a string, not ${kindOf(query)}`)
-    if (options === null || typeof options !== 'object') throw new StableMemError('invalid_input', `options must be an object, not ${kindOf(options)}`)
-    if (options.topK !== undefined && (typeof options.topK !== 'number' || Number.isNaN(options.topK))) {
-      throw new StableMemError('invalid_input', `topK must be a number (1–100), not ${kindOf(options.topK)}`)
-    }
-    if (options.recordAccess !== undefined && typeof options.recordAccess !== 'boolean') {
-      throw new StableMemError('invalid_input', `recordAccess must be a boolean, not ${kindOf(options.recordAccess)}`)
-    }
-    if (options.purpose !== undefined && options.purpose !== 'inject' && options.purpose !== 'search') {
-      const given = typeof options.purpose === 'string' ? JSON.stringify(options.purpose) : kindOf(options.purpose)
-      throw new StableMemError('invalid_input', `purpose must be 'inject' or 'search', not ${given}`)
-    }
-    if (options.team !== undefined && typeof options.team !== 'boolean') throw new StableMemError('invalid_input', `team must be a boolean, not ${kindOf(options.team)}`)
-    if (options.scenes !== undefined && (!Array.isArray(options.scenes) || options.scenes.some((k) => typeof k !== 'string'))) {
-      throw new StableMemError('invalid_input', 'scenes must be an array of scene keys')
-    }
+    checkRecallCall(query, options)
     const sceneKeys = (options.scenes ?? []).map((k) => normalizeSceneKey(k)).filter((k) => k !== '')
     const inject = options.purpose === 'inject'
     const scopes = this.scopePolicy.recallUnion(options.scope)
-    const store = this.open()
+    const store = this.guard.open()
     const topK = inject ? (options.topK ?? this.config.topK) : options.topK
-    let localDone: (ids: readonly string[]) => void = () => {}
-    const localIds = new Promise<readonly string[]>((resolve) => { localDone = resolve })
-    // Sent first, answered within its budget on the team's thread while the local recall runs (`lib/team/layer.ts`).
-    const team = options.team === false ? undefined : this.team?.recall(query, clampTopK(topK), localIds)
     let hits: HybridHits
     try {
-      const local = recallBlocksHybrid(store, this.embedder, query, {
-        topK, recordAccess: false, scopes,
-        budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
-      })
-      local.then((found) => localDone(found.map((h) => h.id)), () => localDone([]))
-      hits = await local
-      const answer = await team
-      if (answer !== undefined && 'result' in answer) hits = mergeTeamHits(hits, answer.result, clampTopK(topK))
-      const scenes = sceneKeys.length > 0 && !isAbstention(hits)
-        ? withSceneNotes(store, hits, sceneKeys, scopes, topK ?? 5)
-        : undefined
-      if (scenes !== undefined) hits = keepMarks(hits, scenes.hits)
-      if (inject && !isAbstention(hits)) {
-        const { minRelevance, relevanceFalloff: falloff, minScore } = this.config
-        hits = keepMarks(hits, gateHits(hits, { minRelevance, falloff, minScore, topK: MAX_TOP_K, attached: scenes?.attached }))
-      }
+      const parts = { store, embedder: this.vectors.embedder, team: this.team, config: this.config }
+      hits = await recallMerged(parts, query, { topK, scopes, sceneKeys, inject, team: options.team !== false })
     } catch (error) {
-      throw this.failed(store, error)
+      throw this.guard.failed(store, error)
     }
     if (options.recordAccess ?? true) this.countAccess(hits.map((h) => h.id))
     if (isAbstention(hits)) return hits
-    this.lastDegraded = hits.degraded
-    if (hits.degraded) this.degradedCounts[hits.degraded]++
-    else this.hybridCount++
+    this.vectors.counted(hits)
     return hits
   }
 
@@ -357,10 +206,10 @@ export class StableMem extends Service {
    */
   async capture(pieces: readonly CapturePiece[], place: ScopeContext = {}): Promise<CaptureResult> {
     const scope = this.scopePolicy.captureScope(place)
-    const result = this.use((store) => store.layers.capture(pieces, (piece) => `compaction:${piece.origin.role}`, scope))
+    const result = this.guard.use((store) => store.layers.capture(pieces, (piece) => `compaction:${piece.origin.role}`, scope))
     this.captureCounts.regions++
     this.captureCounts.blocks += result.created
-    if (result.ids.length > 0) this.vectorizer?.enqueue(result.ids)
+    this.vectors.enqueue(result.ids)
     return result
   }
 
@@ -375,11 +224,11 @@ export class StableMem extends Service {
    * Another process holding the cooling lease makes it return `status: 'busy'`.
    */
   async cool(options: { now?: number, dryRun?: boolean } = {}): Promise<CoolingReport> {
-    const store = this.open()
+    const store = this.guard.open()
     try {
       return await coolTick(store, options.now ?? Date.now(), { ...coolingOptions(this.config.layers), distiller: this.distiller(), dryRun: options.dryRun }, this.holder)
     } catch (error) {
-      throw this.failed(store, error)
+      throw this.guard.failed(store, error)
     }
   }
 
@@ -392,7 +241,7 @@ export class StableMem extends Service {
 
   /** Where each of these blocks was captured from (its earliest origin); blocks saved as notes have none. */
   async origins(ids: readonly string[]): Promise<Map<string, Origin>> {
-    return this.use((store) => store.layers.firstOrigins(ids))
+    return this.guard.use((store) => store.layers.firstOrigins(ids))
   }
 
   /**
@@ -401,23 +250,20 @@ export class StableMem extends Service {
    * are written with the next recording (`stats().accessDeferred`).
    */
   async recordAccess(ids: readonly string[]): Promise<void> {
-    if (!Array.isArray(ids)) throw new StableMemError('invalid_input', `ids must be an array of block ids, not ${kindOf(ids)}`)
-    ids.forEach((id, i) => {
-      if (typeof id !== 'string') throw new StableMemError('invalid_input', `ids[${i}] must be a block id string, not ${kindOf(id)}`)
-    })
-    this.open()
+    checkIdList(ids)
+    this.guard.open()
     this.countAccess(ids)
   }
 
   /** Best-effort access counting (see `recordAccess`); the file's damage still disables memory. */
   private countAccess(ids: readonly string[]): void {
     if (ids.length === 0 || !this.access) return
-    const store = this.open()
+    const store = this.guard.open()
     try {
-      if (this.access.record(ids)) this.recovered()
+      if (this.access.record(ids)) this.guard.recovered()
     } catch (error) {
       // The counts stay waiting in the recorder; only damage is worth failing the caller for.
-      const refusal = this.failed(store, error)
+      const refusal = this.guard.failed(store, error)
       if (failureKind(error) === 'damage') throw refusal
       this.ctx.logger('stablemem').warn('access counts not written yet: %s', error instanceof Error ? error.message : String(error))
     }
@@ -425,7 +271,7 @@ export class StableMem extends Service {
 
   /** Resolves when every queued note has its vector (or failed); for tests, the CLI and shutdown. */
   async vectorsIdle(): Promise<void> {
-    await this.vectorizer?.idle()
+    await this.vectors.idle()
   }
 
   /**
@@ -434,9 +280,7 @@ export class StableMem extends Service {
    * counters of every failure reason; '' otherwise.
    */
   vectorHealthLine(): string {
-    if (!this.embedder || !this.lastDegraded || !FAILURE_REASONS.includes(this.lastDegraded)) return ''
-    const counts = FAILURE_REASONS.filter((r) => this.degradedCounts[r] > 0).map((r) => `${r} ${this.degradedCounts[r]}`).join(', ')
-    return `Vector recall is degraded (${counts}); notes are recalled by words only.`
+    return this.vectors.healthLine()
   }
 
   /** A sentence for the prompt context line while the team layer is failing or refused to start; '' otherwise. */
@@ -454,7 +298,7 @@ export class StableMem extends Service {
    * one had superseded becomes current again unless `restoreSuperseded: false`.
    */
   async forget(target: ForgetTarget, options: ForgetOptions = {}): Promise<ForgetResult> {
-    const result = this.use((store) => store.forget(target, { origin: 'service', ...options }))
+    const result = this.guard.use((store) => store.forget(target, { origin: 'service', ...options }))
     if (result.bytesPending) this.scrubLater()
     return result
   }
@@ -464,26 +308,27 @@ export class StableMem extends Service {
    * (one left by a process that exited first) and on every heartbeat.
    */
   scrubLater(): void {
-    if (this.store === undefined || this.failure !== undefined) return
+    const guard = this.guard
+    if (guard.store === undefined || guard.failure !== undefined) return
     const logger = this.ctx.logger('stablemem')
-    scrubInBackground(() => this.failure === undefined && this.store?.isClosed === false ? this.store : undefined,
+    scrubInBackground(() => guard.failure === undefined && guard.store?.isClosed === false ? guard.store : undefined,
       (error) => logger.warn('scrubbing forgotten notes\' bytes failed (tried again at the next heartbeat): %s', error instanceof Error ? error.message : String(error)))
   }
 
   /** Rewrites the store file without free space (what `stablemem vacuum` does). */
   async vacuum(): Promise<VacuumResult> {
-    return this.use((store) => store.vacuum())
+    return this.guard.use((store) => store.vacuum())
   }
 
   /** The stored block with this id, or undefined. */
   async get(id: string): Promise<Block | undefined> {
     if (typeof id !== 'string') throw new StableMemError('invalid_input', `id must be a string, not ${kindOf(id)}`)
-    return this.use((store) => store.get(id))
+    return this.guard.use((store) => store.get(id))
   }
 
   /** The scope keys a note belongs to (`global`, `workspace:<dir>`, `preset:<id>`); empty for an unknown id. */
   async scopesOf(id: string): Promise<string[]> {
-    return this.use((store) => store.scopes.of(id))
+    return this.guard.use((store) => store.scopes.of(id))
   }
 
   /**
@@ -492,13 +337,13 @@ export class StableMem extends Service {
    */
   async setScope(ids: readonly string[], target: ScopeTarget): Promise<number> {
     const key = this.scopePolicy.targetKey(target, true)
-    return this.use((store) => store.scopes.set(ids, key))
+    return this.guard.use((store) => store.scopes.set(ids, key))
   }
 
   /** Adds a scope to notes (they stay in their others). Returns how many memberships are new. */
   async addScope(ids: readonly string[], target: ScopeTarget): Promise<number> {
     const key = this.scopePolicy.targetKey(target, true)
-    return this.use((store) => store.scopes.add(ids, key))
+    return this.guard.use((store) => store.scopes.add(ids, key))
   }
 
   /**
@@ -507,58 +352,50 @@ export class StableMem extends Service {
    */
   async removeScope(ids: readonly string[], target: ScopeTarget): Promise<number> {
     const key = this.scopePolicy.targetKey(target, false)
-    return this.use((store) => store.scopes.remove(ids, key))
+    return this.guard.use((store) => store.scopes.remove(ids, key))
   }
 
   /** Records an edge between two nodes (idempotent per source, target and type); `redacted` names credentials masked in its fields. */
   async link(edge: EdgeInput): Promise<{ created: boolean, redacted?: string[] }> {
-    const result = this.use((store) => store.link(edge))
-    this.recovered()
+    const result = this.guard.use((store) => store.link(edge))
+    this.guard.recovered()
     return result
   }
 
   /** Counts, file facts and health; never throws. */
   async stats(): Promise<ServiceStats> {
     const health = {
-      transientFailures: this.transientCount,
-      ...(this.transient === undefined ? {} : { transientError: this.transient }),
+      ...this.guard.health(),
       recallFailures: this.recallFailureCount,
       injections: this.injectionCount,
-      hybridRecalls: this.hybridCount,
-      recallDegraded: { ...this.degradedCounts },
+      ...this.vectors.recallStats(),
       capture: { ...this.captureCounts },
       turns: { ...this.turnCounts },
       stages: this.stageHost.stats(),
-      ...(this.embedder || this.embedderError ? { vectors: this.vectorStats() } : {}),
+      ...this.vectorPart(),
       ...(this.team ? { team: this.team.stats() } : {}),
     }
-    if (!this.store || this.store.isClosed) {
-      return { available: false, error: this.failure ?? 'store is closed', path: this.storePath, ...health }
+    const store = this.guard.store
+    if (!store || store.isClosed) {
+      return { available: false, error: this.guard.failure ?? 'store is closed', path: this.storePath, ...health }
     }
     try {
-      return { available: true, ...this.store.stats(), layers: this.store.layers.stats(), byScope: this.store.scopes.counts(), scenes: this.scenes.stats(), ...health, ...this.access?.stats() }
+      return { available: true, ...store.stats(), layers: store.layers.stats(), byScope: store.scopes.counts(), scenes: this.scenes.stats(), ...health, ...this.access?.stats() }
     } catch (error) {
-      const refusal = this.failed(this.store, error)
+      const refusal = this.guard.failed(store, error)
       return { available: false, error: refusal instanceof Error ? refusal.message : String(refusal), path: this.storePath, ...health }
     }
   }
 
   /** The number of stored blocks, or undefined while unavailable (for the prompt context line). */
   blockCount(): number | undefined {
-    if (!this.store || this.store.isClosed) return undefined
-    try {
-      return this.store.count()
-    } catch (error) {
-      const refusal = this.failed(this.store, error)
-      if (refusal instanceof StableMemError) return undefined
-      throw refusal
-    }
+    return this.guard.quietly((store) => store.count())
   }
 
   /** Segments of the full-text index, or undefined while unavailable (the host's idle upkeep asks; lib/plugin/index-upkeep.ts). */
   ftsSegments(): number | undefined {
     if (this.unavailableReason() !== undefined) return undefined
-    return this.use((store) => store.ftsSegments())
+    return this.guard.use((store) => store.ftsSegments())
   }
 
   /**
@@ -566,22 +403,22 @@ export class StableMem extends Service {
    * never waits for another process's write lock (`busy` instead).
    */
   upkeepSlice(scope: MergeScope): SliceOutcome {
-    return this.use((store) => store.upkeepSlice({ wait: false, scope }))
+    return this.guard.use((store) => store.upkeepSlice({ wait: false, scope }))
   }
 
   /** Which merge the index's segments are worth, if any (the host's upkeep asks; `BlockStore.mergeDue`). */
   mergeDue(levelsDone: boolean): MergeScope | undefined {
-    return this.use((store) => store.mergeDue(levelsDone))
+    return this.guard.use((store) => store.mergeDue(levelsDone))
   }
 
   /** Why the store is unavailable, if it is. */
   unavailableReason(): string | undefined {
-    return this.store && !this.store.isClosed ? undefined : (this.failure ?? 'store is closed')
+    return this.guard.unavailableReason()
   }
 
   /** Why the last store call failed, while the failure is a passing one (full disk, I/O, lock); memory stays on. */
   transientTrouble(): string | undefined {
-    return this.transient
+    return this.guard.transientTrouble()
   }
 
   /** Counts one failed recall (called by the pre-step listener). */
@@ -599,68 +436,15 @@ export class StableMem extends Service {
     this.turnCounts[reason] = (this.turnCounts[reason] ?? 0) + 1
   }
 
-  private use<T>(fn: (store: BlockStore) => T): T {
-    const store = this.open()
-    try {
-      return fn(store)
-    } catch (error) {
-      throw this.failed(store, error)
-    }
-  }
-
-  /**
-   * Sorts a store error (`lib/store/failure.ts`). Damage to the file (found after a clean open)
-   * disables memory for the rest of the fiber, logged once and reported by `stats()`, instead of
-   * failing every later turn. A failure that passes (a full disk, an I/O error, a lock) leaves
-   * memory on: the call is refused with a plain message, `stats()` and the context line say so
-   * until a later write succeeds. Refusals of the caller's input pass through unchanged.
-   */
-  private failed(store: BlockStore, error: unknown): unknown {
-    if (error instanceof StableMemError) return error
-    const kind = failureKind(error)
-    if (kind === 'transient') {
-      const reason = transientReason(error)
-      if (this.transient === undefined) this.ctx.logger('stablemem').warn('memory could not use %s (%s); it retries on the next call', this.storePath, reason)
-      this.transient = reason
-      this.transientCount++
-      return new StableMemError('unavailable', `long-term memory could not write just now (${reason}); nothing stored was lost, and the next call tries again`, { cause: error })
-    }
-    if (kind !== 'damage') return error
-    this.failure = `store ${this.storePath} is damaged or unusable: ${(error as Error).message}`
-    this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)
-    store.close()
-    return new StableMemError('unavailable', `long-term memory is unavailable: ${this.failure}`, { cause: error })
-  }
-
-  /** A write succeeded: a passing failure is over. */
-  private recovered(): void {
-    if (this.transient === undefined) return
-    this.ctx.logger('stablemem').info('memory writes to %s again', this.storePath)
-    this.transient = undefined
-  }
-
-  private vectorStats(): VectorStats {
-    if (!this.embedder) return { model: this.config.embed.model, dims: this.config.embed.dims, circuit: 'closed', error: this.embedderError }
-    const { model, dims } = this.embedder
-    const stored = this.store && !this.store.isClosed && dims > 0 ? this.store.vectors.count(model, dims) : undefined
-    return { model, dims, ...(stored === undefined ? {} : { stored }), circuit: this.embedder.breaker.state, ...this.vectorizer?.stats() }
-  }
-
-  private open(): BlockStore {
-    if (this.store && !this.store.isClosed) return this.store
-    throw new StableMemError('unavailable', `long-term memory is unavailable: ${this.failure ?? 'store is closed'}`)
+  /** The `vectors` part of `stats()`, present while `embed:` is configured. */
+  private vectorPart(): { vectors?: VectorStats } {
+    const vectors = this.vectors.stats(this.guard.store)
+    return vectors === undefined ? {} : { vectors }
   }
 
   private close(): void {
-    this.vectorizer?.close()
-    this.store?.close()
+    this.vectors.close()
+    this.guard.store?.close()
     void this.team?.close()
   }
-}
-
-/** How a refusal names a value of the wrong type: `number 42`, `null`, `an object`. */
-function kindOf(value: unknown): string {
-  if (value === null) return 'null'
-  if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${String(value)}`
-  return typeof value === 'object' ? 'an object' : typeof value
 }

@@ -4,7 +4,7 @@ import { EmbedError, type EmbedOptions, type Embedder } from '../../lib/embed/ty
 import { recallBlocksHybrid, type FusionMethod } from '../../lib/recall/hybrid.ts'
 import type { DegradedReason } from '../../lib/recall/types.ts'
 import type { BlockStore } from '../../lib/store/store.ts'
-import type { RecallFn } from '../recall.ts'
+import type { RecallFn } from './recall-fn.ts'
 import type { EvalSet } from './eval-set.ts'
 
 /** Settings of the hybrid path under test. */

@@ -19,7 +19,7 @@ import { createUserMessage, type ContentBlock, type Message } from '@deepseek-ai
 import type {} from '@deepseek-ai/dsh-token-meter'
 import { recallToolNameOf } from '../config.ts'
 import { hostSurfaceOf } from '../plugin/surface.ts'
-import type {} from '../service.ts'
+import { kernelMemoryOf } from './host-memory.ts'
 import { extractOptionsOf } from './layers/capture.ts'
 import { extractPieces, type EventLike } from './layers/extract.ts'
 
@@ -52,7 +52,7 @@ export class StableMemCompaction extends BasicCompactionEngine {
 
   /** The line for a region, or undefined when there is no memory to point at or nothing of the region is kept. */
   private lineFor(messages: readonly Message[], agent: Agent): string | undefined {
-    const memory = this.ctx.get('stablemem')
+    const memory = kernelMemoryOf(this.ctx)
     const host = memory === undefined ? undefined : hostSurfaceOf(memory)
     if (memory === undefined || host === undefined || !host.config.layers.capture || memory.unavailableReason() !== undefined) return undefined
     // Each message of the region is the `data` (or `data.message`) of one session event; tool calls name the tools of the results.

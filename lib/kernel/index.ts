@@ -12,7 +12,7 @@ import { scopeChainOf, scopeOf } from '@deepseek-ai/dsh-scope'
 import type {} from '@deepseek-ai/dsh-system-prompt'
 import type {} from '@deepseek-ai/dsh-tools'
 import { hostSurfaceOf, registerSurface } from '../plugin/surface.ts'
-import type {} from '../service.ts'
+import { kernelMemoryOf } from './host-memory.ts'
 
 /** The row's name in logs. Its recall messages carry the host's name, `dsh-stablemem`, like the host row's. */
 export const name = 'dsh-stablemem/kernel'
@@ -39,7 +39,8 @@ export function apply(ctx: Context, _config: Config): void {
   if (scope === undefined) {
     throw new Error('dsh-stablemem/kernel is a row of an agent preset (presets/stablemem); in a profile composition mount the host row dsh-stablemem instead')
   }
-  const host = hostSurfaceOf(ctx.stablemem)
+  const memory = kernelMemoryOf(ctx)
+  const host = memory === undefined ? undefined : hostSurfaceOf(memory)
   if (host === undefined) {
     throw new Error('dsh-stablemem/kernel needs ctx.stablemem from the dsh-stablemem host row of the same package version')
   }

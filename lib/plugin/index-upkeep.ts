@@ -1,6 +1,6 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { StableMem } from '../service.ts'
-import { UPKEEP_DUE_SEGMENTS, type MergeScope } from '../store/fts-upkeep.ts'
+import { nextMergeScope, UPKEEP_DUE_SEGMENTS, type MergeScope } from '../store/fts-upkeep.ts'
 
 /** How often the host looks whether the index needs upkeep, in ms (one row read). */
 const POLL_MS = 5_000
@@ -48,6 +48,11 @@ export function registerIndexUpkeep(ctx: Context, service: () => StableMem, timi
   let disposed = false
   /** A merge this host started and has not finished (continued below the threshold too), and its scope. */
   let merging: MergeScope | undefined
+  // Its own listener, not stage handlers, on purpose (issue 32 asked): it needs only whether a
+  // turn is in flight. on_input/after_output handlers would keep the stage binding's assembly and
+  // pre-step listeners on for every agent (bind.ts listens to a hook only while a handler needs
+  // it), would count in stats().stages, and would never hear of a turn whose agent was disposed
+  // before after_output (`agent/disposed` below), which would block upkeep for good.
   ctx.on('session/event', (session, event) => {
     if (event.type === 'turn/start') inFlight.add(String(session.id))
     else if (event.type === 'turn/end') inFlight.delete(String(session.id))
@@ -88,10 +93,8 @@ export function registerIndexUpkeep(ctx: Context, service: () => StableMem, timi
         slices++
         if (outcome === 'done' || (memory.ftsSegments() ?? 0) <= 1) {
           // The small segments are merged with each other; the large ones too when that is worth it.
-          if (merging === 'levels' && memory.mergeDue(true) === 'all') {
-            merging = 'all'
-          } else {
-            merging = undefined
+          merging = nextMergeScope(merging, (levelsDone) => memory.mergeDue(levelsDone))
+          if (merging === undefined) {
             logger.debug('full-text index tidied: %d segment(s) left after %d slices', memory.ftsSegments() ?? 0, slices)
             return { slices, stop: 'merged' }
           }

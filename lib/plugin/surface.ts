@@ -5,7 +5,7 @@ import type { StableMem } from '../service.ts'
 import { contextLine, contextName } from './context-line.ts'
 import { modelTools } from './model-tools.ts'
 import { registerPreStep } from './pre-step.ts'
-import { registerSceneCard } from '../kernel/scenes/card.ts'
+import { registerSceneCard } from './scene-card.ts'
 import { untraced } from './untraced.ts'
 
 /**
@@ -26,8 +26,8 @@ export interface HostSurface {
 /** Where the host's surface hangs on its service object; a registry-wide symbol, so two copies of the package agree. */
 const SURFACE = Symbol.for('dsh-stablemem.host-surface')
 
-/** The host surface of a `StableMem` service (through any cordis proxy of it). */
-export function hostSurfaceOf(service: StableMem): HostSurface | undefined {
+/** The host surface of a `StableMem` service (through any cordis proxy of it); the kernel passes its narrower view of the same object. */
+export function hostSurfaceOf(service: object): HostSurface | undefined {
   return (service as unknown as Record<symbol, HostSurface | undefined>)[SURFACE]
 }
 

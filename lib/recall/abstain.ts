@@ -1,4 +1,4 @@
-import type { Hit } from './types.ts'
+import type { Abstention, Hit, RecallHits } from './types.ts'
 
 /**
  * Abstention (HologramAgent spec §4): when a query names a specific exact string — a port,
@@ -9,24 +9,11 @@ import type { Hit } from './types.ts'
  * costs more than a weak hit.
  */
 
-/** Why recall abstained: the query's specific strings, none of which any block contains. */
-export interface Abstention {
-  /** The specific exact strings the query names (all absent from the store). */
-  missing: string[]
-  /** Content words of the query that the store does mention, at most `MENTIONED_WORDS` (for the "only mentions … in general" notice). */
-  mentioned: string[]
-  /**
-   * Stored strings one typo away from a missing one (two neighbouring characters swapped, or one
-   * digit changed): `581b` when `518b` was asked. Shown as a question for the user, never as the answer.
-   */
-  near: string[]
-}
+/** The abstention types live with the other recall types (`types.ts`); re-exported for the modules that import them from here. */
+export type { Abstention, RecallHits }
 
 /** Most query words an abstention lists as mentioned by the store (the notice names as many). */
 export const MENTIONED_WORDS = 8
-
-/** A hit list that may carry a non-enumerable `abstained` reason (then it is empty). */
-export type RecallHits = Hit[] & { readonly abstained?: Abstention }
 
 /**
  * Words that point back at something said earlier ("that one", "last time"). A query holding one

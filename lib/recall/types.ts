@@ -1,5 +1,3 @@
-import type { RecallHits } from './abstain.ts'
-
 /** One recalled block as callers see it. */
 export interface Hit {
   id: string
@@ -49,6 +47,22 @@ export type DegradedReason =
 
 /** Every degraded reason, in a stable order (stats and the context line list them this way). */
 export const DEGRADED_REASONS: readonly DegradedReason[] = ['no_embedder', 'language_gated', 'timeout', 'circuit_open', 'embed_error', 'no_vectors']
+
+/** Why recall abstained: the query's specific strings, none of which any block contains. */
+export interface Abstention {
+  /** The specific exact strings the query names (all absent from the store). */
+  missing: string[]
+  /** Content words of the query that the store does mention, at most `MENTIONED_WORDS` (for the "only mentions … in general" notice). */
+  mentioned: string[]
+  /**
+   * Stored strings one typo away from a missing one (two neighbouring characters swapped, or one
+   * digit changed): `581b` when `518b` was asked. Shown as a question for the user, never as the answer.
+   */
+  near: string[]
+}
+
+/** A hit list that may carry a non-enumerable `abstained` reason (then it is empty). */
+export type RecallHits = Hit[] & { readonly abstained?: Abstention }
 
 /** The hybrid result: the hits, plus a non-enumerable `degraded` reason when vectors took no part (and `abstained`, see `abstain.ts`). */
 export type HybridHits = RecallHits & { readonly degraded?: DegradedReason }

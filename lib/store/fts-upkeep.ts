@@ -141,6 +141,16 @@ export function mergeDue(db: DatabaseSync, levelsDone: boolean): MergeScope | un
   return structure.segments >= FULL_MERGE_SEGMENTS ? 'all' : undefined
 }
 
+/**
+ * The merge that follows a finished one in the host's idle upkeep: after the levels, everything
+ * when what is left is worth it (`due(true)`, i.e. `mergeDue`); after a full merge, none. One
+ * place for the order, which the host's timer (`lib/plugin/index-upkeep.ts`) runs and bench:perf
+ * times slice by slice.
+ */
+export function nextMergeScope(done: MergeScope, due: (levelsDone: boolean) => MergeScope | undefined): MergeScope | undefined {
+  return done === 'levels' && due(true) === 'all' ? 'all' : undefined
+}
+
 /** The connection's running count of changed rows (what tells a finished merge apart). */
 function totalChanges(db: DatabaseSync): number {
   return Number((db.prepare('SELECT total_changes() AS n').get() as { n: number }).n)

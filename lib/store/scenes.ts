@@ -1,108 +1,16 @@
-import type { DatabaseSync, StatementSync } from 'node:sqlite'
+import { AttachedNotes } from './scene-attached.ts'
 import { SceneKeyIndex } from './scene-index.ts'
 import { normalizeSceneKey } from './scene-key.ts'
+import { ROW, toRow, type DecayResult, type EmergentScene, type SceneCounts, type SceneFeature, type SceneRef, type SceneRow, type SceneTableDeps } from './scene-rows.ts'
 
 /**
  * Scene storage (docs/scenes.md): the scenes (declared or emergent), the features of emergent
  * scenes, the evidence of fingerprints not yet a scene, and the refs that attach notes to scenes
  * with a weight that decays. The mechanism (fingerprints, similarity, when to create) lives in
  * `lib/kernel/scenes/`; this module only reads and writes rows, in the caller's transaction.
+ * The row types are in `scene-rows.ts`, the attached-notes read in `scene-attached.ts`, the
+ * migration's data step in `scene-migration.ts`.
  */
-
-/** What the scene table needs from the store that owns the connection. */
-export interface SceneTableDeps {
-  stmt(key: string, sql: string): StatementSync
-  transaction<T>(fn: () => T): T
-  now(): number
-  /** Changes whenever another connection wrote the file (`PRAGMA data_version`). */
-  dataVersion(): number
-  /** Whether a transaction is open on the connection (its writes may still roll back). */
-  inTransaction(): boolean
-  /** How many transactions (or savepoints) of this connection rolled back: what the caches saw of them is undone. */
-  rollbacks(): number
-}
-
-/** Where a scene came from: declared (config, commit, service) or emergent (seen twice). */
-export type SceneOrigin = 'declared' | 'emergent'
-
-/** A weighted feature of an emergent scene (`kind:value`). */
-export interface SceneFeature {
-  key: string
-  weight: number
-}
-
-/** One scene row. Times are ms since the epoch. */
-export interface SceneRow {
-  id: number
-  key: string
-  origin: SceneOrigin
-  strength: number
-  createdAt: number
-  updatedAt: number
-}
-
-/** An emergent scene with its features (the similarity space). */
-export interface EmergentScene extends SceneRow {
-  features: SceneFeature[]
-}
-
-/** A note attached to a scene. */
-export interface SceneRef {
-  blockId: string
-  /** The note's text. */
-  text: string
-  /** The scene key it was found through (the heaviest ref's). */
-  scene: string
-  weight: number
-}
-
-/** What one decay pass did. */
-export interface DecayResult {
-  halved: number
-  removed: number
-}
-
-/** Counts for `stats()`. */
-export interface SceneCounts {
-  scenes: number
-  declared: number
-  emergent: number
-  refs: number
-  evidence: number
-}
-
-/** The migration's data step: normalise every stored `scene` value and declare its scene, with a ref per note. */
-export function migrateSceneColumn(db: DatabaseSync, now: number = Date.now()): void {
-  const rows = db.prepare("SELECT DISTINCT scene FROM blocks WHERE scene <> ''").all() as Array<{ scene: string }>
-  const update = db.prepare('UPDATE blocks SET scene = ? WHERE scene = ?')
-  const scene = db.prepare(`INSERT INTO scenes (key, origin, strength, created_at, updated_at)
-    SELECT ?1, 'declared', 1, coalesce(min(created_at), ?2), coalesce(max(updated_at), ?2) FROM blocks WHERE scene = ?1
-    ON CONFLICT(key) DO NOTHING`)
-  const refs = db.prepare(`INSERT INTO scene_refs (scene_id, block_id, weight, decayed_at, created_at)
-    SELECT s.id, b.id, 1, ?2, b.created_at FROM blocks b JOIN scenes s ON s.key = ?1 WHERE b.scene = ?1
-    ON CONFLICT DO NOTHING`)
-  const keys = new Set<string>()
-  for (const { scene: raw } of rows) {
-    const key = normalizeSceneKey(String(raw))
-    if (key !== raw) update.run(key, raw)
-    if (key !== '') keys.add(key)
-  }
-  for (const key of keys) {
-    scene.run(key, now)
-    refs.run(key, now)
-  }
-}
-
-const ROW = 'id, key, origin, strength, created_at, updated_at'
-/** Distinct questions `attached` remembers between two writes (a turn asks one or two). */
-const MEMO_ANSWERS = 16
-
-function toRow(r: Record<string, unknown>): SceneRow {
-  return {
-    id: Number(r.id), key: String(r.key), origin: String(r.origin) as SceneOrigin, strength: Number(r.strength),
-    createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
-  }
-}
 
 /** The scene tables of one store. */
 export class SceneTable {
@@ -124,17 +32,14 @@ export class SceneTable {
   private readonly pendingDeclared = new Map<string, { sightings: number, at: number }>()
   /** Sightings of fingerprint labels not written yet, by label (see `recordEvidence`). */
   private readonly pendingEvidence = new Map<string, { count: number, at: number }>()
-  /**
-   * The answers of `attached` since the connection's last write: the card and the recall of one
-   * turn ask the same question, and the answer cannot change while nothing was written
-   * (`total_changes()` for this connection, `data_version` for the others).
-   */
-  private attachedMemo: { version: string, answers: Map<string, SceneRef[]> } | undefined
   /** Told of every change to the cached emergent scenes (`watchEmergent`). */
   private readonly watchers: Array<(id: number | undefined) => void> = []
+  /** The attached-notes read and its memo (`scene-attached.ts`). */
+  private readonly notes: AttachedNotes
 
   constructor(deps: SceneTableDeps) {
     this.deps = deps
+    this.notes = new AttachedNotes(deps, (keys, data) => this.fresh(data).keys.matching(keys))
   }
 
   /** Runs `fn` in one transaction of the store (joined when one is open). */
@@ -381,62 +286,7 @@ export class SceneTable {
    * heaviest first, then the most recently attached; at most `limit`.
    */
   attached(keys: readonly string[], scopes: readonly string[] | undefined, limit: number): SceneRef[] {
-    if (keys.length === 0 || limit <= 0) return []
-    // Inside a transaction a write may still roll back without moving the version: no memo then.
-    if (this.deps.inTransaction()) return this.readAttached(keys, scopes, limit)
-    const { version, data } = this.writeVersion()
-    if (this.attachedMemo?.version !== version) this.attachedMemo = { version, answers: new Map() }
-    const question = JSON.stringify([keys, scopes ?? null, limit])
-    let answer = this.attachedMemo.answers.get(question)
-    if (answer === undefined) {
-      answer = this.readAttached(keys, scopes, limit, data)
-      if (this.attachedMemo.answers.size < MEMO_ANSWERS) this.attachedMemo.answers.set(question, answer)
-    }
-    return answer.map((r) => ({ ...r }))
-  }
-
-  /**
-   * `attached` read from the file (`data`: its data version, when just read). The matching scenes
-   * come from the cached key index (`SceneKeyIndex.matching`: the key, each broader key, the
-   * narrower keys below it; scenes without refs left out). Each scene's notes are its first `limit`
-   * current ones along `scene_refs_rank`; a note in several scenes keeps its heaviest ref. The
-   * first `limit` of the union are among the first `limit` of each scene, so nothing else is read.
-   * The scope test joins the few scopes to the note's memberships (one primary-key seek each)
-   * rather than `IN (SELECT … json_each)`, which builds a temporary index on every run.
-   */
-  private readAttached(keys: readonly string[], scopes: readonly string[] | undefined, limit: number, data?: number): SceneRef[] {
-    const scenes = this.fresh(data).keys.matching(keys)
-    if (scenes.size === 0) return []
-    const scoped = scopes !== undefined
-    const top = this.deps.stmt(scoped ? 'scene.topScoped' : 'scene.top', `SELECT r.block_id, r.weight, r.created_at, b.text
-      FROM scene_refs r JOIN blocks b ON b.id = r.block_id
-      WHERE r.scene_id = ?1 AND b.superseded_by IS NULL
-        ${scoped ? 'AND EXISTS (SELECT 1 FROM json_each(?3) j JOIN memberships m ON m.block_rowid = b.rowid AND m.scope = j.value)' : ''}
-      ORDER BY r.weight DESC, r.created_at DESC, r.block_id LIMIT ?2`)
-    const scopeList = scoped ? [JSON.stringify(scopes)] : []
-    const rows: Array<SceneRef & { at: number }> = []
-    for (const [id, key] of scenes) {
-      for (const r of top.all(id, limit, ...scopeList)) rows.push({ blockId: String(r.block_id), text: String(r.text), weight: Number(r.weight), at: Number(r.created_at), scene: key })
-    }
-    rows.sort((a, b) => b.weight - a.weight || b.at - a.at || (a.blockId < b.blockId ? -1 : a.blockId > b.blockId ? 1 : 0))
-    const seen = new Set<string>()
-    const out: SceneRef[] = []
-    for (const { blockId, text, weight, scene } of rows) {
-      if (seen.has(blockId)) continue
-      seen.add(blockId)
-      out.push({ blockId, text, weight, scene })
-      if (out.length === limit) break
-    }
-    return out
-  }
-
-  /**
-   * Moves with every write of this connection (`total_changes()`) and of any other (`data_version`,
-   * returned too as `data` for the scene cache).
-   */
-  private writeVersion(): { version: string, data: number } {
-    const row = this.deps.stmt('scene.writeVersion', 'SELECT total_changes() AS changes, (SELECT data_version FROM pragma_data_version) AS version').get()!
-    return { version: `${String(row.changes)}:${String(row.version)}`, data: Number(row.version) }
+    return this.notes.attached(keys, scopes, limit)
   }
 
   /**

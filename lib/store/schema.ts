@@ -2,7 +2,7 @@ import type { DatabaseSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { indexColumns } from './fts-columns.ts'
 import { SCOPE_COUNT_DELETE_TRIGGER } from './scope-counts.ts'
-import { migrateSceneColumn } from './scenes.ts'
+import { migrateSceneColumn } from './scene-migration.ts'
 
 /**
  * The block count's delete trigger, as the rowid-mark migration in `MIGRATIONS` creates it. A large

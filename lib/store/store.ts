@@ -25,7 +25,7 @@ import { checkScopeKey, GLOBAL_SCOPE } from './scope-key.ts'
 import { ScopeTable } from './scopes.ts'
 import { checkSceneKey } from './scene-key.ts'
 import { SceneTable } from './scenes.ts'
-import type { Block, CommitInput, CommitResult, Edge, EdgeInput, StoreStats } from './types.ts'
+import type { Block, CommitInput, CommitResult, Edge, EdgeInput, FtsCandidate, StoreStats } from './types.ts'
 import { VectorTable } from './vectors.ts'
 
 /** Options for opening a store file. */
@@ -79,12 +79,6 @@ const PAGE_CACHE_KIB = -65_536
 const BLOCK_COLUMNS = 'id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, superseded_by'
 /** Position of the rowid appended after `BLOCK_COLUMNS` in rows that carry it. */
 const BLOCK_COLUMN_COUNT = BLOCK_COLUMNS.split(',').length
-
-/** A candidate row from the full-text index, with FTS5's bm25 (lower is better). */
-export interface FtsCandidate {
-  rowid: number
-  bm25: number
-}
 
 /**
  * The durable block store: one SQLite file, content-addressed blocks, edges, and an FTS5 index

@@ -71,6 +71,12 @@ export interface Edge extends EdgeInput {
   createdAt: number
 }
 
+/** A candidate row from the full-text index, with FTS5's bm25 (lower is better). */
+export interface FtsCandidate {
+  rowid: number
+  bm25: number
+}
+
 /** Counts and facts about one store file, for `stats()`, the CLI and the prompt context line. */
 export interface StoreStats {
   blocks: number

@@ -1,5 +1,6 @@
 import type pg from 'pg'
-import { parseTarget, type ForgetTarget } from '../store/forget.ts'
+import { parseTarget } from '../store/forget-target.ts'
+import type { ForgetTarget } from '../store/forget-types.ts'
 import { normalizeSceneKey } from '../store/scene-key.ts'
 import { termFrequencies, unpackTokens } from './terms.ts'
 

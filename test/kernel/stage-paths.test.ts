@@ -199,7 +199,7 @@ t.test('post_action: chunks dropped by a handler (synchronous or not) reach no l
 })
 
 t.test('mutation check: a stream that hands on only the first chunk of a split loses the rest', async (t) => {
-  const { out, logged } = await streamed(t, ['sync', 'sync', 'sync', 'sync'], false, { file: 'kernel/stages/bind.ts', from: '    this.at = 1\n', to: '    this.at = out.length\n' })
+  const { out, logged } = await streamed(t, ['sync', 'sync', 'sync', 'sync'], false, { file: 'kernel/stages/post-action-stream.ts', from: '    this.at = 1\n', to: '    this.at = out.length\n' })
   t.same(out, kept, 'the handlers still saw every piece')
   t.same(logged, ['block-start', 'delta the', 'delta is ', 'block-end', 'finish'], 'mutation: the log lost the second piece of each split')
 })

@@ -96,7 +96,7 @@ t.test('a scrub left by a process that exited is finished when the plugin opens 
 t.test('mutation checks: without the service\'s hooks the bytes stay', async (t) => {
   const m = mutant(
     { file: 'service.ts', from: 'if (result.bytesPending) this.scrubLater()', to: '' },
-    { file: 'service.ts', from: 'if (this.store.pendingScrubs().forgets > 0) this.scrubLater()', to: '' },
+    { file: 'service.ts', from: 'if (store.pendingScrubs().forgets > 0) this.scrubLater()', to: '' },
   )
   t.teardown(() => m.remove())
   const module = await m.load<typeof plugin>('index.ts')

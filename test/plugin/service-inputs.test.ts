@@ -54,8 +54,8 @@ t.test('wrong inputs to every public method are refused with a StableMemError na
 
 t.test('mutation: without the option checks, recall(q, null) and recordAccess([{}]) throw raw errors', async (t) => {
   const m = mutant(
-    { file: 'service.ts', from: "    if (options === null || typeof options !== 'object') throw", to: '    if (false) throw' },
-    { file: 'service.ts', from: "      if (typeof id !== 'string') throw", to: '      if (false) throw' },
+    { file: 'service/inputs.ts', from: "  if (options === null || typeof options !== 'object') throw", to: '  if (false) throw' },
+    { file: 'service/inputs.ts', from: "    if (typeof id !== 'string') throw", to: '    if (false) throw' },
   )
   t.teardown(() => m.remove())
   const results = new Map(await refusals(await m.load<typeof PluginModule>('index.ts')))

@@ -74,7 +74,7 @@ t.test('recall refuses a query or topK of the wrong type, naming the field', asy
 })
 
 t.test('mutation: without the type check, recall(42) silently recalls nothing', async (t) => {
-  const m = mutant({ file: 'service.ts', from: "if (typeof query !== 'string') throw", to: 'if (false) throw' })
+  const m = mutant({ file: 'service/inputs.ts', from: "if (typeof query !== 'string') throw", to: 'if (false) throw' })
   t.teardown(() => m.remove())
   const c = consumer()
   const h = await boot({ path: tempStorePath() }, [], { module: await m.load<typeof plugin>('index.ts'), extra: [{ plugin: c.plugin }] })

@@ -12,7 +12,8 @@ import { existsSync, readFileSync, statSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
 import t, { type Test } from 'tap'
 import { blockId } from '../../lib/store/block-id.ts'
-import { DEFER_SCRUB_FROM, indexDeletion } from '../../lib/store/forget.ts'
+import { DEFER_SCRUB_FROM } from '../../lib/store/forget.ts'
+import { indexDeletion } from '../../lib/store/forget-index.ts'
 import { indexColumns } from '../../lib/store/fts-columns.ts'
 import { ftsStructure } from '../../lib/store/fts-structure.ts'
 import { MIGRATIONS, migrate } from '../../lib/store/schema.ts'
@@ -338,7 +339,7 @@ t.test('mutation check: a scrub that does not merge the index leaves its terms',
 
 t.test('mutation check: leaving secure-delete off after a rewrite, the next small forget leaves its terms', async (t) => {
   const found = await mutated(t, {
-    file: 'store/forget.ts',
+    file: 'store/forget-index.ts',
     from: `\n    option('secure-delete', 1)`,
     to: '',
   }, rewriteThenOne)
@@ -347,14 +348,14 @@ t.test('mutation check: leaving secure-delete off after a rewrite, the next smal
 })
 
 t.test('mutation check: deleting with other text than was indexed leaves the terms', async (t) => {
-  const found = await mutated(t, { file: 'store/forget.ts', from: 'remove.run(rids[i]!, ...indexColumns(deleted[i]!.text))', to: "remove.run(rids[i]!, '', indexColumns(deleted[i]!.text)[1])" })
+  const found = await mutated(t, { file: 'store/forget-index.ts', from: 'remove.run(rids[i]!, ...indexColumns(deleted[i]!.text))', to: "remove.run(rids[i]!, '', indexColumns(deleted[i]!.text)[1])" })
   t.ok(found.some(enTerm), `found: ${found.join('; ')}`)
 })
 
 t.test('mutation check: deleting without the Chinese column leaves its bigrams in the index', async (t) => {
   // Index pages store terms prefix-compressed, so a two-character term is not reliably one run of
   // bytes; the index itself says whether the bigrams are still there.
-  const m = mutant({ file: 'store/forget.ts', from: 'remove.run(rids[i]!, ...indexColumns(deleted[i]!.text))', to: "remove.run(rids[i]!, indexColumns(deleted[i]!.text)[0], '')" })
+  const m = mutant({ file: 'store/forget-index.ts', from: 'remove.run(rids[i]!, ...indexColumns(deleted[i]!.text))', to: "remove.run(rids[i]!, indexColumns(deleted[i]!.text)[0], '')" })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<{ BlockStore: StoreClass }>('store/store.ts')
   const { path } = scenario(Mutated, 'bytes-mutant', fewAtATime)

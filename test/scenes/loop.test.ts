@@ -93,7 +93,7 @@ t.test('scene-attached notes stay within the session\'s scopes and below exact p
 
 t.test('mutations: without the scope clause another workspace\'s note comes through; without the policy a schedule turn counts', async (t) => {
   const { mutant } = await import('../helpers/mutant.ts')
-  const scoped = mutant({ file: 'store/scenes.ts', from: 'm.scope = j.value)', to: '(m.scope = j.value OR 1))' })
+  const scoped = mutant({ file: 'store/scene-attached.ts', from: 'm.scope = j.value)', to: '(m.scope = j.value OR 1))' })
   t.teardown(scoped.remove)
   const h = await boot({ path: tempStorePath('scenes-mutant-scope'), sceneCard: 'off' }, [], { module: await scoped.load('index.ts') })
   t.teardown(() => h.dispose())

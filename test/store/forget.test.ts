@@ -305,7 +305,7 @@ t.test('a large forget leaves the index settings it changes for the rewrite as t
 })
 
 t.test('mutation check: without setting automerge back, the index stops merging its segments after a large forget', async (t) => {
-  const m = mutant({ file: 'store/forget.ts', from: "\n    option('automerge', automerge)", to: '' })
+  const m = mutant({ file: 'store/forget-index.ts', from: "\n    option('automerge', automerge)", to: '' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
   t.equal((await settingsAcrossRewrite(t, Mutated)).automerge, 0)

@@ -9,7 +9,7 @@ import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { ftsStructure } from '../../lib/store/fts-structure.ts'
-import { FULL_MERGE_SEGMENTS, mergeSlice, SLICE_PAGES } from '../../lib/store/fts-upkeep.ts'
+import { FULL_MERGE_SEGMENTS, mergeSlice, nextMergeScope, SLICE_PAGES } from '../../lib/store/fts-upkeep.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
@@ -124,6 +124,24 @@ t.test('mutation check: without the within-levels step, small segments beside a 
   store.upkeep()
   for (let i = 0; i < 3; i++) store.commit({ text: `single ${i}: port ${40000 + i}` })
   t.not(store.mergeDue(false), 'levels', 'the mutant picks no merge within levels')
+})
+
+t.test('the merge order the host runs and bench:perf times (nextMergeScope): levels, then all only when due; nothing after all', async (t) => {
+  const asked: boolean[] = []
+  const due = (answer: 'levels' | 'all' | undefined) => (levelsDone: boolean) => { asked.push(levelsDone); return answer }
+  t.equal(nextMergeScope('levels', due('all')), 'all', 'after the levels, the full merge when it is worth it')
+  t.equal(nextMergeScope('levels', due(undefined)), undefined, 'after the levels, none when the rest is not worth it')
+  t.equal(nextMergeScope('levels', due('levels')), undefined, 'never the levels twice')
+  t.same(asked, [true, true, true], 'asked with the levels done')
+  t.equal(nextMergeScope('all', due('all')), undefined, 'nothing after a full merge')
+  t.same(asked, [true, true, true], 'and not asked then')
+})
+
+t.test('mutation check: an order that stops after the levels never reaches the full merge', async (t) => {
+  const m = mutant({ file: 'store/fts-upkeep.ts', from: "return done === 'levels' && due(true) === 'all' ? 'all' : undefined", to: 'return undefined' })
+  t.teardown(() => m.remove())
+  const mutated = await m.load<{ nextMergeScope: typeof nextMergeScope }>('store/fts-upkeep.ts')
+  t.equal(mutated.nextMergeScope('levels', () => 'all'), undefined, 'the assertion above goes red')
 })
 
 t.test('upkeep never runs inside a caller\'s transaction; bad budgets are refused naming the field', async (t) => {

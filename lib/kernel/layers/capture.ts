@@ -2,7 +2,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type {} from '@deepseek-ai/dsh-session'
 import { recallToolNameOf, type Config } from '../../config.ts'
 import type { ScopeContext } from '../../scope-policy.ts'
-import type { StableMem } from '../../service.ts'
+import type { KernelMemory } from '../host-memory.ts'
 import { extractPieces, type EventLike, type ExtractOptions } from './extract.ts'
 
 /** The session events that announce a region leaving the context window. */
@@ -42,7 +42,7 @@ export function extractOptionsOf(config: Config): Omit<ExtractOptions, 'sessionI
  *
  * A failure is logged and counted, never thrown: capture must not break the turn that compacts.
  */
-export function registerCompactionCapture(ctx: Context, service: () => StableMem, config: Config): void {
+export function registerCompactionCapture(ctx: Context, service: () => KernelMemory, config: Config): void {
   if (!config.layers.capture) return
   const logger = ctx.logger('stablemem')
   const options = extractOptionsOf(config)

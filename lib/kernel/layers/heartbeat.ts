@@ -1,6 +1,6 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { Config } from '../../config.ts'
-import type { StableMem } from '../../service.ts'
+import type { KernelMemory } from '../host-memory.ts'
 
 /** What `registerHeartbeat` hands back: the tick itself (for tests and shutdown) and whether one is running. */
 export interface Heartbeat {
@@ -16,7 +16,7 @@ export interface Heartbeat {
  * a tick still running when the next is due is not joined by a second one. Never on the per-turn
  * path; failures are logged, never thrown.
  */
-export function registerHeartbeat(ctx: Context, service: () => StableMem, config: Config): Heartbeat | undefined {
+export function registerHeartbeat(ctx: Context, service: () => KernelMemory, config: Config): Heartbeat | undefined {
   const minutes = config.layers.heartbeatMinutes
   if (minutes === 0) return undefined
   const logger = ctx.logger('stablemem')

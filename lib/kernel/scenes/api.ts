@@ -6,7 +6,7 @@
 import type { UserMessage } from '@deepseek-ai/dsh-llm'
 import { StableMemError } from '../../errors.ts'
 import { checkSceneKey } from '../../store/scene-key.ts'
-import type { DecayResult, SceneOrigin, SceneRow } from '../../store/scenes.ts'
+import type { DecayResult, SceneOrigin, SceneRow } from '../../store/scene-rows.ts'
 import type { BlockStore } from '../../store/store.ts'
 import type { RecallView } from '../../scope-policy.ts'
 import { redactSecrets } from '../../secrets.ts'

@@ -8,7 +8,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { UserMessage } from '@deepseek-ai/dsh-llm'
-import type { StableMem } from '../../service.ts'
+import type { KernelMemory } from '../host-memory.ts'
 
 /**
  * Whether a turn that starts with `message` takes part in scenes: only a human prompt (`user`
@@ -20,7 +20,7 @@ export function participates(agent: Agent, message: UserMessage): boolean {
 }
 
 /** Registers the listeners on the host row's context. Failures are logged; the turn goes on. */
-export function registerScenes(ctx: Context, service: () => StableMem): void {
+export function registerScenes(ctx: Context, service: () => KernelMemory): void {
   const logger = ctx.logger('stablemem')
   const resolvedTurn = new Map<string, number>()
   const tools = new Map<string, Set<string>>()

@@ -5,7 +5,8 @@
  * Writes go to the primary scene; reads use the keys plus every emergent scene similar enough.
  */
 import { normalizeSceneKey } from '../../store/scene-key.ts'
-import type { EmergentScene, SceneTable } from '../../store/scenes.ts'
+import type { EmergentScene } from '../../store/scene-rows.ts'
+import type { SceneTable } from '../../store/scenes.ts'
 import { joinsPrepared, label, MIN_SCENE_EVIDENCE, prepare, RECALL_THRESHOLD, score, type Feature } from './situation.ts'
 import { similarCandidates } from './similar.ts'
 

@@ -15,7 +15,8 @@
  *   candidates are the scenes of that partner plus the scenes naming no partner at all that share
  *   a feature — the dimension (partner or channel) with the fewest candidates is used.
  */
-import type { EmergentScene, SceneTable } from '../../store/scenes.ts'
+import type { EmergentScene } from '../../store/scene-rows.ts'
+import type { SceneTable } from '../../store/scenes.ts'
 import { IDENTITY_DIMENSIONS, IDENTITY_KINDS, kindOf, RECALL_THRESHOLD, type Prepared } from './situation.ts'
 
 type Postings = Map<string, Set<number>>

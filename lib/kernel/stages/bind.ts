@@ -2,15 +2,18 @@
  * Binds a `StageHost` to dsh's hooks, once per host row, for every agent of the process (bare
  * headless agents and preset-joined ones alike): which hook each stage runs in, how its decisions
  * become dsh decisions, and the two loop exits. docs/stages.md has the table with file:line.
+ * post_action over the stream is `post-action-stream.ts`; the message checks are `messages.ts`.
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
 import { isAgentLoopRequest, type ContentBlock, type StreamChunk, type UserMessage } from '@deepseek-ai/dsh-llm'
 import type { JsonValue } from '@deepseek-ai/dsh-session'
-import { renderPrompt, type PromptAssembly } from '@deepseek-ai/dsh-system-prompt'
+import type { PromptAssembly } from '@deepseek-ai/dsh-system-prompt'
 import type { PostToolDecision, PreToolDecision, ToolExecution, ToolExecutionResult } from '@deepseek-ai/dsh-tools'
-import { isPromise, type Entry, type StageHost } from './host.ts'
-import { STAGES, type AfterToolcallInput, type OnInputInput, type PostActionDecision, type PostActionInput, type PreActionInput, type Stage, type StageText } from './types.ts'
+import type { StageHost } from './host.ts'
+import { badText, replaceClaimed, replyChunks, userMessages } from './messages.ts'
+import { PostActionStream } from './post-action-stream.ts'
+import { STAGES, type AfterToolcallInput, type OnInputInput, type PostActionInput, type PreActionInput, type Stage } from './types.ts'
 
 /** The loop exits HologramAgent's README promised, as options of the host row (0 / false: off). */
 export interface LoopExits {
@@ -362,147 +365,4 @@ export function bindStages(ctx: Context, host: StageHost, exits: LoopExits): Sta
       while (pending.size > 0) await Promise.all([...pending])
     },
   }
-}
-
-/**
- * The model's stream with every chunk passed through the post_action handlers, in order. While
- * the handlers answer synchronously a chunk costs one `then` on the source and nothing else: the
- * handlers share one argument object for the whole stream (its `chunk` is set before each call,
- * so a handler must read it during its call and not keep it: docs/stages.md), the source's
- * callback is made once, and a chunk every handler keeps allocates no list. An asynchronous
- * handler is awaited before the next handler, or the next chunk, sees the argument.
- */
-class PostActionStream implements AsyncIterator<StreamChunk> {
-  private readonly host: StageHost
-  private readonly source: AsyncIterator<StreamChunk>
-  private readonly entries: readonly Entry<'post_action'>[]
-  private readonly input: PostActionInput
-  /** The chunks one was replaced by, not yet handed on, from `at`. */
-  private queued: readonly StreamChunk[] = []
-  private at = 0
-
-  constructor(host: StageHost, source: AsyncIterator<StreamChunk>, entries: readonly Entry<'post_action'>[], input: PostActionInput) {
-    this.host = host
-    this.source = source
-    this.entries = entries
-    this.input = input
-  }
-
-  next(): Promise<IteratorResult<StreamChunk>> {
-    return this.at < this.queued.length ? Promise.resolve({ done: false, value: this.queued[this.at++]! }) : this.pull()
-  }
-
-  return(value?: unknown): Promise<IteratorResult<StreamChunk>> {
-    return this.source.return?.(value) ?? Promise.resolve({ done: true, value })
-  }
-
-  private pull(): Promise<IteratorResult<StreamChunk>> {
-    return this.source.next().then(this.received)
-  }
-
-  /** The source's next result through the handlers (one function for the stream, not one per chunk). */
-  private readonly received = (r: IteratorResult<StreamChunk>): IteratorResult<StreamChunk> | Promise<IteratorResult<StreamChunk>> => {
-    if (r.done === true) return r
-    const out = this.pass(r.value)
-    return isPromise(out) ? out.then(this.deliver) : this.deliver(out)
-  }
-
-  private readonly deliver = (out: Passed): IteratorResult<StreamChunk> | Promise<IteratorResult<StreamChunk>> => {
-    if (!Array.isArray(out)) return { done: false, value: out as StreamChunk }
-    if (out.length === 0) return this.pull() // dropped: on to the next chunk
-    this.queued = out
-    this.at = 1
-    return { done: false, value: out[0]! }
-  }
-
-  /** Every handler on one chunk; synchronous while the handlers are. */
-  private pass(chunk: StreamChunk): Passed | Promise<Passed> {
-    let current: Passed = chunk
-    for (let e = 0; e < this.entries.length; e++) {
-      const r = this.through(this.entries[e]!, current)
-      if (isPromise(r)) return this.rest(r, e + 1)
-      current = r
-    }
-    return current
-  }
-
-  /** Every handler from `from` on, after the pending result of the one before. */
-  private async rest(pending: Promise<Passed>, from: number): Promise<Passed> {
-    let current = await pending
-    for (let e = from; e < this.entries.length; e++) current = await this.through(this.entries[e]!, current)
-    return current
-  }
-
-  private through(entry: Entry<'post_action'>, current: Passed): Passed | Promise<Passed> {
-    return Array.isArray(current) ? this.each(entry, current) : this.one(entry, current as StreamChunk)
-  }
-
-  /** One handler on one chunk: the chunk itself when kept, else what replaces it (`[]`: dropped). */
-  private one(entry: Entry<'post_action'>, chunk: StreamChunk): Passed | Promise<Passed> {
-    this.input.chunk = chunk
-    const called = this.host.invoke(entry, this.input)
-    return isPromise(called) ? called.then((d) => replacement(chunk, d)) : replacement(chunk, called)
-  }
-
-  /** One handler on the chunks an earlier handler made of one (rare: asynchronous throughout). */
-  private async each(entry: Entry<'post_action'>, chunks: readonly StreamChunk[]): Promise<Passed> {
-    const out: StreamChunk[] = []
-    for (const c of chunks) {
-      const d = await this.one(entry, c)
-      if (Array.isArray(d)) out.push(...d)
-      else out.push(d as StreamChunk)
-    }
-    return out
-  }
-}
-
-/** A chunk after post_action handlers: the one chunk, or the list it became (empty: dropped). */
-type Passed = StreamChunk | readonly StreamChunk[]
-
-/** What a post_action decision makes of `chunk`. */
-function replacement(chunk: StreamChunk, d: PostActionDecision | void | undefined): Passed {
-  if (d === undefined) return chunk
-  return d === null ? [] : d as PostActionDecision & Passed
-}
-
-/**
- * True for a list of user messages as dsh builds them (`createUserMessage`): anything else would
- * make the session refuse the append and end the turn in an error, so it is refused here instead.
- */
-function userMessages(value: unknown): value is UserMessage[] {
-  return Array.isArray(value) && value.every((m) => m !== null && typeof m === 'object' && m.role === 'user' && typeof m.id === 'string' &&
-    Array.isArray(m.content) && m.source !== null && typeof m.source === 'object' && typeof m.source.kind === 'string')
-}
-
-/** The batch with the claimed input replaced by `input`, where the claimed input stood. */
-function replaceClaimed(messages: readonly UserMessage[], claimed: readonly UserMessage[], input: readonly UserMessage[]): UserMessage[] {
-  const ids = new Set(claimed.map((m) => m.id))
-  const out: UserMessage[] = []
-  let placed = false
-  for (const m of messages) {
-    if (!ids.has(m.id)) out.push(m)
-    else if (!placed) {
-      out.push(...input)
-      placed = true
-    }
-  }
-  return placed ? out : [...input, ...out]
-}
-
-/** Why a section or context cannot be added ('' text is allowed and renders as nothing). */
-function badText(t: StageText, assembly: PromptAssembly): string | undefined {
-  if (t === null || typeof t !== 'object' || typeof t.name !== 'string' || t.name === '' || typeof t.text !== 'string') return 'needs a non-empty name and a text'
-  try {
-    renderPrompt({ sections: [{ name: t.name, text: t.text }], contexts: [], tools: [], variables: assembly.variables })
-    return undefined
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error)
-  }
-}
-
-/** The chunks of a canned text reply, as a model would stream it. */
-async function * replyChunks(text: string): AsyncIterable<StreamChunk> {
-  yield { type: 'block-start', index: 0, blockType: 'text' }
-  yield { type: 'block-end', index: 0, block: { type: 'text', text } }
-  yield { type: 'finish', reason: { kind: 'stop' } }
 }

@@ -5,13 +5,15 @@
  * changes: as the last system-prompt section (`section`, after every registered section, so the
  * rest of the prompt keeps its cache prefix) it costs one `request/header` per scene switch; as
  * a runtime-context entry (`context`) it costs none, but leaves one stale snapshot per switch.
+ * Part of the model-facing surface (`surface.ts`); the card's text is the kernel's
+ * (`lib/kernel/scenes/card-text.ts`, through `ctx.stablemem.scenes.card`).
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { isAgentLoopRequest } from '@deepseek-ai/dsh-llm'
-import type { Config } from '../../config.ts'
-import { placeOf } from '../../plugin/session-place.ts'
-import { untraced } from '../../plugin/untraced.ts'
+import type { Config } from '../config.ts'
+import { placeOf } from './session-place.ts'
+import { untraced } from './untraced.ts'
 
 /** The section / context name of the card. */
 export const CARD_NAME = 'stablemem:scene'
