@@ -95,7 +95,7 @@ t.test('damage found after a clean open: said once, every turn runs', async (t) 
 })
 
 t.test('mutation: a service that keeps the damaged store open logs the damage on every call', async (t) => {
-  const m = mutant({ file: 'service.ts', from: "    this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)\n    store.close()\n", to: "    this.ctx.logger('stablemem').error('memory disabled: %s', this.failure)\n" })
+  const m = mutant({ file: 'service/store-guard.ts', from: "    this.logger.error('memory disabled: %s', this.failure)\n    store.close()\n", to: "    this.logger.error('memory disabled: %s', this.failure)\n" })
   t.teardown(() => m.remove())
   const h = await lateDamage(t, await m.load<typeof plugin>('index.ts'))
   const off = memoryOffLogs(h).filter((l) => /memory disabled/.test(l))
