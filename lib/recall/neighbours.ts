@@ -31,15 +31,18 @@ export const NEIGHBOUR_SOURCES = 5
 
 /** A candidate as the neighbour lift sees it; `rowid` is its place in save order. */
 export interface NeighbourScored {
+  id: string
   rowid: number
   scene: string
   createdAt: number
   exact: boolean
   score: number
+  /** Set by the lift: the id of the neighbour that lifted this note (its `why` names it). */
+  beside?: string
 }
 
 /** Whether two notes are conversation neighbours (a note without a scene has none). */
-export function areNeighbours(a: Omit<NeighbourScored, 'exact' | 'score'>, b: Omit<NeighbourScored, 'exact' | 'score'>): boolean {
+export function areNeighbours(a: Pick<NeighbourScored, 'rowid' | 'scene' | 'createdAt'>, b: Pick<NeighbourScored, 'rowid' | 'scene' | 'createdAt'>): boolean {
   const apart = Math.abs(a.rowid - b.rowid)
   return a.scene !== '' && a.scene === b.scene && apart >= 1 && apart <= NEIGHBOUR_SPAN && Math.abs(a.createdAt - b.createdAt) <= NEIGHBOUR_GAP_MS
 }
@@ -68,11 +71,18 @@ export function liftNeighbours(candidates: NeighbourScored[], weight: number = N
   for (const c of candidates) {
     if (c.exact || c.scene === '') continue
     let near = 0
+    let beside = ''
     for (let d = -NEIGHBOUR_SPAN; d <= NEIGHBOUR_SPAN; d++) {
       const other = before.get(c.rowid + d)
-      if (other !== undefined && areNeighbours(c, other)) near = Math.max(near, scores.get(other.rowid)!)
+      if (other !== undefined && areNeighbours(c, other) && scores.get(other.rowid)! > near) {
+        near = scores.get(other.rowid)!
+        beside = other.id
+      }
     }
     const own = scores.get(c.rowid)!
-    if (near > own) c.score = own + weight * (near - own)
+    if (near > own) {
+      c.score = own + weight * (near - own)
+      c.beside = beside
+    }
   }
 }

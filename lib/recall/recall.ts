@@ -62,6 +62,8 @@ interface Candidate {
   /** Place in save order (the store's rowid), which the conversation neighbours read. */
   rowid: number
   lexical: number
+  /** The conversation neighbour that lifted it (`neighbours.ts`). */
+  beside?: string
 }
 
 /**
@@ -162,7 +164,7 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
   const content = options.relevance === false || kept.length === 0 ? undefined : queryContent(store, full, text)
   const hits = kept.map((c) => ({
     id: c.id, text: c.text, score: c.score, exact: c.exact, relevance: content === undefined ? 1 : relevance(content, c.text, c.id),
-    why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical),
+    why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical, c.beside),
   }))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))
   return hits
@@ -352,10 +354,11 @@ function mentionedWords(store: RecallSource, analysis: QueryAnalysis, scopes: re
   return out
 }
 
-function explain(exact: string[], words: string[], lexical: number): string {
+function explain(exact: string[], words: string[], lexical: number, beside: string | undefined): string {
   const parts: string[] = []
   if (exact.length > 0) parts.push(`exact ${exact.join(', ')}`)
   if (words.length > 0) parts.push(`words ${words.join(', ')}`)
   parts.push(`lexical ${lexical.toFixed(3)}`)
+  if (beside !== undefined) parts.push(`beside ${beside}`)
   return parts.join('; ')
 }

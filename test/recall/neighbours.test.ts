@@ -48,12 +48,14 @@ t.test('the answer saved beside a matching question is recalled, though it share
   const hits = texts(recallBlocks, store, QUERY)
   t.equal(hits[0], QUESTION)
   t.ok(hits.includes(ANSWER), 'the reply is read as a neighbour of the best hit')
+  const full = recallBlocks(store, QUERY, { topK: 5 })
+  t.match(full.find((h) => h.text === ANSWER)?.why, `lexical 0.000; beside ${full[0]!.id}`, 'its why names the note it was saved beside')
   // Mutation: without neighbours the reply is no candidate at all.
   t.notOk(texts(recallBlocks, store, QUERY, { neighbours: false }).includes(ANSWER))
 })
 
 t.test('a neighbour is lifted toward a better one, never above it, and nothing is lowered', async (t) => {
-  const at = (rowid: number, score: number, scene = 's', exact = false): NeighbourScored => ({ rowid, scene, createdAt: 0, exact, score })
+  const at = (rowid: number, score: number, scene = 's', exact = false): NeighbourScored => ({ id: `n${rowid}`, rowid, scene, createdAt: 0, exact, score })
   const list = [at(10, 1), at(11, 0.1), at(12, 0.05), at(13, 0.9), at(20, 0.3), at(21, 0.8, 'other'), at(30, 0.2, ''), at(31, 1, '')]
   liftNeighbours(list)
   const score = (rowid: number) => list.find((c) => c.rowid === rowid)!.score
@@ -61,13 +63,15 @@ t.test('a neighbour is lifted toward a better one, never above it, and nothing i
   t.equal(score(11), 0.1 + NEIGHBOUR_LIFT * (1 - 0.1), 'lifted toward its best neighbour (two places apart counts too)')
   t.equal(score(12), 0.05 + NEIGHBOUR_LIFT * (1 - 0.05))
   t.equal(score(13), 0.9, 'its neighbours within two places are weaker (the best is three away): untouched')
+  t.equal(list.find((c) => c.rowid === 11)!.beside, 'n10', 'the lifting neighbour is named')
+  t.equal(list.find((c) => c.rowid === 10)!.beside, undefined)
   t.equal(score(20), 0.3, 'three places from any better note of its scene: untouched')
   t.equal(score(30), 0.2, 'a note without a scene has no neighbours')
   const pinned = [at(1, 0.2, 's', true), at(2, 1)]
   liftNeighbours(pinned)
   t.equal(pinned[0]!.score, 0.2, 'a pinned note keeps its pin score')
   // Mutation: lifting toward any neighbour, better or not, lowers the best note.
-  const m = mutant({ file: 'recall/neighbours.ts', from: 'if (near > own) c.score', to: 'if (near !== own) c.score' })
+  const m = mutant({ file: 'recall/neighbours.ts', from: 'if (near > own) {', to: 'if (near !== own) {' })
   t.teardown(() => m.remove())
   const mutated = await m.load<typeof import('../../lib/recall/neighbours.ts')>('recall/neighbours.ts')
   const again = [at(10, 1), at(11, 0.1)]
@@ -132,7 +136,7 @@ t.test('within scopes, a neighbour saved in another workspace is never read', as
 })
 
 t.test('only the best candidates\' unmatched places beside them are read', async (t) => {
-  const c = (rowid: number, score: number, scene = 's'): NeighbourScored => ({ rowid, scene, createdAt: 0, exact: false, score })
+  const c = (rowid: number, score: number, scene = 's'): NeighbourScored => ({ id: `n${rowid}`, rowid, scene, createdAt: 0, exact: false, score })
   t.same(neighbourRowids([c(5, 1), c(6, 0.5), c(1, 0.1, '')]), [3, 4, 7, 8], 'two places each side, candidates and rowid 0 left out')
   const many = Array.from({ length: 8 }, (_, i) => c(100 * (i + 1), 1 - i / 10))
   t.equal(neighbourRowids(many).length, 5 * 4, 'only the five best are sources')
@@ -142,7 +146,7 @@ t.test('golden fixture: every hit that changed is a conversation neighbour of a 
   // The fixture was regenerated for the neighbours: its notes of one scene were saved one second
   // apart, so a note ranked below a strong hit of its scene now lists that hit's neighbours, which
   // match no query term (lexical 0) and so were no candidates before. The hits found before keep
-  // their order among themselves.
+  // their order among themselves; a lifted hit's why names the neighbour that lifted it.
   const golden = readGolden()
   const without = computeGolden({ neighbours: false })
   t.same(computeGolden(), golden, 'the fixture is what recall computes')
@@ -160,4 +164,12 @@ t.test('golden fixture: every hit that changed is a conversation neighbour of a 
     }
   })
   t.ok(changed > 0, 'the fixture did change')
+  const ids = new Map(computeGolden().flatMap((g) => g.hits.map((h): [string, string] => [h.id, h.text])))
+  for (const g of golden) {
+    for (const hit of g.hits) {
+      const beside = /; beside (\S+)$/.exec(hit.why)?.[1]
+      if (beside === undefined || !ids.has(beside)) continue
+      t.ok(areNeighbours(place.get(hit.text)!, place.get(ids.get(beside)!)!), `${g.query}: «${hit.text}» names a neighbour`)
+    }
+  }
 })
