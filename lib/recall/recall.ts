@@ -43,10 +43,7 @@ export interface RankingSwitches {
   abstain?: boolean
   /** The absolute relevance of each hit (`relevance.ts`); off, every hit carries 1 (nothing is gated). */
   relevance?: boolean
-  /**
-   * Conversation neighbours (`neighbours.ts`). Off where rowids are not the order notes were saved
-   * in (the team layer's snapshot numbers its candidate rows).
-   */
+  /** Conversation neighbours (`neighbours.ts`); always off for a source whose rowids are not the save order. */
   neighbours?: boolean
 }
 
@@ -156,9 +153,10 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
     const score = exact ? 1 + PIN_TIEBREAK * (exactMatched.length / analysis.exact.length + lexical) / 2 : lexical
     scored.push({ id: block.id, text: block.text, lower, score, exact, exactMatched, createdAt: block.createdAt, scene: block.scene, rowid, lexical })
   }
-  if (options.neighbours !== false) scored.push(...unmatchedNeighbours(store, scored, scopes))
+  const neighbours = options.neighbours !== false && source.rowidsInSaveOrder !== false
+  if (neighbours) scored.push(...unmatchedNeighbours(store, scored, scopes))
   applySceneContext(scored, options.sceneContext === false ? 0 : SCENE_WEIGHT)
-  if (options.neighbours !== false) liftNeighbours(scored)
+  if (neighbours) liftNeighbours(scored)
   scored.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   const kept = options.arbitration === false ? scored.slice(0, topK) : arbitrate(scored, topK)
   const content = options.relevance === false || kept.length === 0 ? undefined : queryContent(store, full, text)

@@ -235,7 +235,7 @@ export async function teamRecall(client: pg.ClientBase, namespace: string, query
   late()
   const answer = found.rows.find((r) => r[0] === null)
   snapshot.addRows(found.rows.filter((r) => r[0] !== null).map(fromDb))
-  const hits = recallBlocks(snapshot, query, { topK, abstain: false, neighbours: false }).map((h): TeamHit => {
+  const hits = recallBlocks(snapshot, query, { topK, abstain: false }).map((h): TeamHit => {
     const row = snapshot.row(h.id)!
     return { ...h, team: { member: row.member, savedAt: row.createdAt } }
   })

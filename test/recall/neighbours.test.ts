@@ -173,3 +173,29 @@ t.test('golden fixture: every hit that changed is a conversation neighbour of a 
     }
   }
 })
+
+t.test('a team snapshot numbers its rows as fetched: recall reads no neighbours there', async (t) => {
+  type Snapshot = typeof import('../../lib/team/snapshot.ts')
+  type Terms = typeof import('../../lib/team/terms.ts')
+  const rows = (terms: Terms) => [QUESTION, 'The ledger team meets on Mondays.', 'Service owners rotate every quarter.'].map((text, i) => ({
+    seq: i + 1, id: `n${i}`, text, tokens: terms.noteTokens(text), member: 'm', createdAt: 0, scene: 'chat-1', supersededBy: null,
+  }))
+  const snapshotOf = (S: Snapshot, terms: Terms) => {
+    const list = rows(terms)
+    const counts = new Map<string, number>()
+    for (const r of list) for (const key of terms.noteTerms(r.tokens)) counts.set(key, (counts.get(key) ?? 0) + 1)
+    const snapshot = new S.TeamSnapshot(list.length, list.reduce((n, r) => n + r.tokens.latin.length + r.tokens.cjk.length, 0), counts)
+    snapshot.addRows(list)
+    return snapshot
+  }
+  const lifted = (recall: Recall, snapshot: Parameters<Recall>[0]) => recall(snapshot, QUERY, { topK: 5, abstain: false }).filter((h) => h.why.includes('beside')).length
+  const snapshot = snapshotOf(await import('../../lib/team/snapshot.ts'), await import('../../lib/team/terms.ts'))
+  t.equal(snapshot.rowidsInSaveOrder, false)
+  t.equal(lifted(recallBlocks, snapshot), 0, 'rows of one scene fetched side by side are not read as neighbours')
+  // Mutation: recall that ignores the source's numbering lifts rows that were merely fetched together.
+  const m = mutant({ file: 'recall/recall.ts', from: ' && source.rowidsInSaveOrder !== false', to: '' })
+  t.teardown(() => m.remove())
+  const { recallBlocks: mutated } = await m.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  const mutatedSnapshot = snapshotOf(await m.load<Snapshot>('team/snapshot.ts'), await m.load<Terms>('team/terms.ts'))
+  t.ok(lifted(mutated, mutatedSnapshot) > 0)
+})
