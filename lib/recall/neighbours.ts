@@ -16,7 +16,7 @@
  * the answer beside a matching question is often not a candidate at all.
  *
  * Measured (docs/recall.md, "Conversation neighbours"): LoCoMo R@5 .628 → .670 scoped, .604 →
- * .643 global, CMRC2018 .957 → .963, on both halves; MADial, whose memories carry only a date,
+ * .643 global, CMRC2018 .957 → .964, on both halves; MADial, whose memories carry only a date,
  * loses one gold note in 2 of 76 chats to another memory of the same day.
  */
 
