@@ -18,6 +18,7 @@
 import { performance } from 'node:perf_hooks'
 import { isAbstention } from '../lib/recall/abstain.ts'
 import { recallBlocksHybrid } from '../lib/recall/hybrid.ts'
+import { recallBlocks } from '../lib/recall/recall.ts'
 import type { Hit } from '../lib/recall/types.ts'
 import { jsonWanted } from './args.ts'
 import { buildStore, partition } from './recall/build-store.ts'
@@ -192,20 +193,22 @@ interface CliArgs {
   minRelevance: number
   falloff: number
   half: 'a' | 'b' | undefined
+  neighbours: boolean
 }
 
-const USAGE = `usage: bench:recall [--all] [--eval <dir>] [--half a|b] [--min-relevance x] [--falloff x] [--json]
+const USAGE = `usage: bench:recall [--all] [--eval <dir>] [--half a|b] [--min-relevance x] [--falloff x] [--no-neighbours] [--json]
        bench:recall --data <dir> [--mode scoped|global] [--k 5,10] [--repeat N] [--json] [--markdown]
                     [--embed-url <url> [--embed-model <name>] [--fusion ha|weighted|rrf]]
                     [--negatives cross-scope|cross-set [--against <dir>] [--min-relevance x] [--falloff x] [--half a|b]]
 With no --data (or --all): every eval set under --eval (default: the shared/eval found beside this
 checkout or above it), each mode it has, ranked and gated R@5/R@10, false injections against every
 other set (cross-set, the highest shown) and the next scope (cross-scope), characters a noise turn.
+--no-neighbours: the same run without the conversation neighbours (lib/recall/neighbours.ts), for a baseline.
 The table goes to stderr with --json, the JSON line to stdout.`
 
 function parseArgs(argv: readonly string[]): CliArgs {
   const args: CliArgs = { data: '', all: false, eval: undefined, help: false, mode: undefined, ks: [5, 10], json: false, markdown: false, repeat: 1, embedUrl: '', embedModel: 'default', fusion: undefined,
-    negatives: undefined, against: '', minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, half: undefined }
+    negatives: undefined, against: '', minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, half: undefined, neighbours: true }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!
     const value = () => {
@@ -237,6 +240,7 @@ function parseArgs(argv: readonly string[]): CliArgs {
       args.half = half
     }
     else if (flag === '--markdown') args.markdown = true
+    else if (flag === '--no-neighbours') args.neighbours = false
     else if (flag === '--mode') {
       const mode = value()
       if (mode !== 'scoped' && mode !== 'global') throw new EvalSetError(`--mode must be scoped or global, not ${JSON.stringify(mode)}`)
@@ -268,10 +272,11 @@ async function main(): Promise<void> {
     if (args.data === '') {
       const root = evalRoot(args.eval, '--eval')
       const gate = { minRelevance: args.minRelevance, falloff: args.falloff, minScore: 0, topK: 5 }
-      const rows = await runAllSets(evalSetsIn(root), { gate, half: args.half, progress: (line) => process.stderr.write(`… ${line}\n`) })
+      const recall: RecallFn | undefined = args.neighbours ? undefined : (store, query, { topK }) => recallBlocks(store, query, { topK, neighbours: false })
+      const rows = await runAllSets(evalSetsIn(root), { gate, half: args.half, recall, progress: (line) => process.stderr.write(`… ${line}\n`) })
       if (rows.length === 0) throw new EvalSetError(`${root}: no eval sets (folders with corpus.jsonl and queries.jsonl)`)
-      text(allSetsTable(rows, `all sets in ${root} · half ${args.half ?? 'all'} · gate ${JSON.stringify(gate)}`))
-      if (json) process.stdout.write(`${JSON.stringify({ eval: root, half: args.half ?? 'all', gate, rows })}\n`)
+      text(allSetsTable(rows, `all sets in ${root} · half ${args.half ?? 'all'}${args.neighbours ? '' : ' · no neighbours'} · gate ${JSON.stringify(gate)}`))
+      if (json) process.stdout.write(`${JSON.stringify({ eval: root, half: args.half ?? 'all', neighbours: args.neighbours, gate, rows })}\n`)
       return
     }
     const set = readEvalSet(args.data)

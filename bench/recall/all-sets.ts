@@ -8,6 +8,7 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { GateOptions } from '../../lib/recall/gate.ts'
+import type { RecallFn } from '../recall.ts'
 import { readEvalSet, type EvalSet } from './eval-set.ts'
 import { runPrecisionSuite, type Negatives, type PrecisionSuite } from './precision.ts'
 
@@ -35,14 +36,14 @@ export function evalSetsIn(root: string): EvalSet[] {
 }
 
 /** Runs every set in every mode it has against every kind of negatives; one row a set and mode. */
-export async function runAllSets(sets: readonly EvalSet[], options: { gate: GateOptions, half?: 'a' | 'b', progress?: (line: string) => void }): Promise<AllSetsRow[]> {
+export async function runAllSets(sets: readonly EvalSet[], options: { gate: GateOptions, half?: 'a' | 'b', recall?: RecallFn, progress?: (line: string) => void }): Promise<AllSetsRow[]> {
   const rows: AllSetsRow[] = []
   for (const set of sets) {
     const negatives: Negatives[] = sets.filter((other) => other !== set).map((against) => ({ kind: 'cross-set', against }))
     if (set.scopes.length > 1) negatives.push({ kind: 'cross-scope' })
     for (const mode of set.scopes.length > 1 ? ['scoped', 'global'] as const : ['scoped'] as const) {
       options.progress?.(`${set.name} · ${mode}`)
-      const suite = await runPrecisionSuite(set, { mode, gate: options.gate, half: options.half }, negatives)
+      const suite = await runPrecisionSuite(set, { mode, gate: options.gate, half: options.half, recall: options.recall }, negatives)
       const crossSet = suite.negatives.filter((n) => n.against !== 'cross-scope').map((n) => n.gated.rate)
       const crossScope = suite.negatives.find((n) => n.against === 'cross-scope')
       rows.push({

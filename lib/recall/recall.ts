@@ -9,6 +9,7 @@ import { matchAny, matchCjkPhrase, matchPhrase } from './fts-query.ts'
 import { phraseForms, presentNeighbours } from './near-symbols.ts'
 import { queryContent, relevance } from './relevance.ts'
 import { recallPass } from './pass-source.ts'
+import { areNeighbours, liftNeighbours, neighbourRowids } from './neighbours.ts'
 import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
 import type { RecallSource } from './source.ts'
 import { analyzeQuery, containsWhole, isEmptyAnalysis, symbolVariants, type QueryAnalysis } from './symbols.ts'
@@ -42,6 +43,8 @@ export interface RankingSwitches {
   abstain?: boolean
   /** The absolute relevance of each hit (`relevance.ts`); off, every hit carries 1 (nothing is gated). */
   relevance?: boolean
+  /** Conversation neighbours (`neighbours.ts`); always off for a source whose rowids are not the save order. */
+  neighbours?: boolean
 }
 
 interface Candidate {
@@ -53,7 +56,11 @@ interface Candidate {
   exactMatched: string[]
   createdAt: number
   scene: string
+  /** Place in save order (the store's rowid), which the conversation neighbours read. */
+  rowid: number
   lexical: number
+  /** The conversation neighbour that lifted it (`neighbours.ts`). */
+  beside?: string
 }
 
 /**
@@ -144,15 +151,18 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
     const exactMatched = analysis.exact.filter((s) => symbolVariants(s).some((v) => containsWhole(lower, v)))
     const exact = exactMatched.length > 0
     const score = exact ? 1 + PIN_TIEBREAK * (exactMatched.length / analysis.exact.length + lexical) / 2 : lexical
-    scored.push({ id: block.id, text: block.text, lower, score, exact, exactMatched, createdAt: block.createdAt, scene: block.scene, lexical })
+    scored.push({ id: block.id, text: block.text, lower, score, exact, exactMatched, createdAt: block.createdAt, scene: block.scene, rowid, lexical })
   }
+  const neighbours = options.neighbours !== false && source.rowidsInSaveOrder !== false
+  if (neighbours) scored.push(...unmatchedNeighbours(store, scored, scopes))
   applySceneContext(scored, options.sceneContext === false ? 0 : SCENE_WEIGHT)
+  if (neighbours) liftNeighbours(scored)
   scored.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   const kept = options.arbitration === false ? scored.slice(0, topK) : arbitrate(scored, topK)
   const content = options.relevance === false || kept.length === 0 ? undefined : queryContent(store, full, text)
   const hits = kept.map((c) => ({
     id: c.id, text: c.text, score: c.score, exact: c.exact, relevance: content === undefined ? 1 : relevance(content, c.text, c.id),
-    why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical),
+    why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical, c.beside),
   }))
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))
   return hits
@@ -292,6 +302,22 @@ export function current(blocks: Array<[number, Block]>, store: RecallSource, sco
   return blocks.filter(([, b]) => b.supersededBy === null || (visible !== undefined && !visible.has(b.supersededBy)))
 }
 
+/**
+ * The conversation neighbours of the best candidates that no term made candidates
+ * (`neighbourRowids`), read in one statement, current and within the scopes, as candidates that
+ * matched nothing: lexical 0, so only scene context and the neighbour lift can rank them.
+ */
+function unmatchedNeighbours(store: RecallSource, scored: readonly Candidate[], scopes: readonly string[] | undefined): Candidate[] {
+  const rowids = neighbourRowids(scored)
+  if (rowids.length === 0) return []
+  let near = current([...store.blocksByRowid(rowids)], store, scopes).filter(([rowid, b]) => scored.some((c) => areNeighbours(c, { rowid, scene: b.scene, createdAt: b.createdAt })))
+  if (scopes !== undefined && near.length > 0) {
+    const visible = store.scopes.visible(near.map(([, b]) => b.id), scopes)
+    near = near.filter(([, b]) => visible.has(b.id))
+  }
+  return near.map(([rowid, b]) => ({ id: b.id, text: b.text, lower: b.text.toLowerCase(), score: 0, exact: false, exactMatched: [], createdAt: b.createdAt, scene: b.scene, rowid, lexical: 0 }))
+}
+
 /** Clamps a caller's topK to 1…MAX_TOP_K, defaulting to DEFAULT_TOP_K. */
 export function clampTopK(topK: number | undefined): number {
   if (typeof topK !== 'number' || !Number.isFinite(topK)) return DEFAULT_TOP_K
@@ -326,10 +352,11 @@ function mentionedWords(store: RecallSource, analysis: QueryAnalysis, scopes: re
   return out
 }
 
-function explain(exact: string[], words: string[], lexical: number): string {
+function explain(exact: string[], words: string[], lexical: number, beside: string | undefined): string {
   const parts: string[] = []
   if (exact.length > 0) parts.push(`exact ${exact.join(', ')}`)
   if (words.length > 0) parts.push(`words ${words.join(', ')}`)
   parts.push(`lexical ${lexical.toFixed(3)}`)
+  if (beside !== undefined) parts.push(`beside ${beside}`)
   return parts.join('; ')
 }

@@ -80,6 +80,9 @@ export class TeamSnapshot implements RecallSource {
     }
   }
 
+  /** Rows are numbered as fetched, not as saved: recall reads no conversation neighbours here. */
+  readonly rowidsInSaveOrder = false
+
   /** The row with this id, if fetched. */
   row(id: string): TeamRow | undefined {
     const i = this.byId.get(id)

@@ -21,11 +21,14 @@ function tinySet(corpus: unknown[], queries: unknown[]): string {
   return dir
 }
 
+// Every note its own session: saved side by side in one session, b1 would be recalled as b2's
+// conversation neighbour (lib/recall/neighbours.ts), and these tests pin the bench's counting of
+// a gold note no query term reaches, not the ranking.
 const CORPUS = [
   { id: 'a1', text: 'billing 服务端口 8499', session: 's1', scope: 'u1' },
-  { id: 'a2', text: '周会改到周三下午', session: 's1', scope: 'u1' },
-  { id: 'b1', text: 'Alice likes dark roast coffee', session: 's2', scope: 'u2' },
-  { id: 'b2', text: 'Bob is allergic to peanuts', session: 's2', scope: 'u2' },
+  { id: 'a2', text: '周会改到周三下午', session: 's2', scope: 'u1' },
+  { id: 'b1', text: 'Alice likes dark roast coffee', session: 's3', scope: 'u2' },
+  { id: 'b2', text: 'Bob is allergic to peanuts', session: 's4', scope: 'u2' },
 ]
 const QUERIES = [
   { qid: 'q1', query: 'billing 端口', gold: ['a1'], category: 'zh', scope: 'u1' },
@@ -199,4 +202,24 @@ t.test('with no --data every set runs in each mode it has, ranked and gated, aga
   const help = spawnSync(process.execPath, [BENCH, '--help'], { encoding: 'utf8' })
   t.equal(help.status, 0)
   t.match(help.stdout, /^usage: bench:recall \[--all\]/)
+})
+
+t.test('--no-neighbours measures the same sets without conversation neighbours, for a baseline in the same run', async (t) => {
+  const root = tempDir('stablemem-eval-neighbours')
+  mkdirSync(join(root, 'chat'))
+  // The answer (c2) shares no word with the question; only its place beside c1 in session s1 finds it.
+  const corpus = [
+    { id: 'c1', text: 'Which database did you pick for the ledger service?', session: 's1', time: '2024-01-01T10:00' },
+    { id: 'c2', text: 'We went with Postgres in the end.', session: 's1', time: '2024-01-01T10:00' },
+    { id: 'c3', text: 'Lunch is at the noodle place on Friday.', session: 's2', time: '2024-01-02T10:00' },
+  ]
+  writeFileSync(join(root, 'chat', 'corpus.jsonl'), corpus.map((r) => JSON.stringify(r)).join('\n'))
+  writeFileSync(join(root, 'chat', 'queries.jsonl'), JSON.stringify({ qid: 'q', query: 'database for the ledger service', gold: ['c1', 'c2'] }))
+  const run = (...extra: string[]) => {
+    const cli = spawnSync(process.execPath, [BENCH, '--eval', root, '--json', ...extra], { encoding: 'utf8' })
+    t.equal(cli.status, 0, cli.stderr)
+    return JSON.parse(cli.stdout.trim()) as { neighbours: boolean, rows: Array<{ ranked: { 'recall@5': number } }> }
+  }
+  t.match(run(), { neighbours: true, rows: [{ ranked: { 'recall@5': 1 } }] })
+  t.match(run('--no-neighbours'), { neighbours: false, rows: [{ ranked: { 'recall@5': 0.5 } }] })
 })

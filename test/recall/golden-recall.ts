@@ -83,8 +83,11 @@ export interface GoldenCase {
   abstained: boolean
 }
 
-/** Builds the store (fixed clock, one commit per note) and runs every query. */
-export function computeGolden(): GoldenCase[] {
+/**
+ * Builds the store (fixed clock, one commit per note) and runs every query; `neighbours: false`
+ * ranks without conversation neighbours (test/recall/neighbours.test.ts reads what they changed).
+ */
+export function computeGolden(switches: { neighbours?: boolean } = {}): GoldenCase[] {
   let clock = Date.UTC(2026, 0, 1)
   const store = new BlockStore(':memory:', { now: () => clock })
   try {
@@ -93,7 +96,7 @@ export function computeGolden(): GoldenCase[] {
       clock += 1000
     }
     return GOLDEN_QUERIES.map(({ query, topK }) => {
-      const hits = recallBlocks(store, query, { topK })
+      const hits = recallBlocks(store, query, { topK, ...switches })
       return { query, topK, hits: [...hits], abstained: hits.abstained !== undefined }
     })
   } finally {
