@@ -8,7 +8,7 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { GateOptions } from '../../lib/recall/gate.ts'
-import type { RecallFn } from '../recall.ts'
+import type { RecallFn } from './recall-fn.ts'
 import { readEvalSet, type EvalSet } from './eval-set.ts'
 import { runPrecisionSuite, type Negatives, type PrecisionSuite } from './precision.ts'
 
