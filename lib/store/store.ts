@@ -10,6 +10,7 @@ import { blockId } from './block-id.ts'
 import { BrowseTable } from './browse.ts'
 import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates.ts'
 import { isBusy } from './failure.ts'
+import { BULK_NOTES, withBulkIndexing, type BulkIndexHost } from './fts-bulk.ts'
 import { indexColumns } from './fts-columns.ts'
 import { checkCount, checkTime } from './import-numbers.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
@@ -120,6 +121,8 @@ export class BlockStore {
   private rollbacks = 0
   /** The supersede chain's view of this store (`supersede.ts`). */
   private readonly chain: ChainAccess = { stmt: (key, sql) => this.stmt(key, sql) }
+  /** What the bulk index options need (`fts-bulk.ts`). */
+  private readonly indexHost: BulkIndexHost = { stmt: (key, sql) => this.stmt(key, sql) }
   private readonly matchCounts = new Map<string, number>()
   private matchCountsVersion = -1
   private vocabReady = false
@@ -241,7 +244,10 @@ export class BlockStore {
         return { ...result, duplicateOf }
       })
       if (indexed.length > 0) this.foldCount()
-      for (const [rowid, text] of indexed) index.run(rowid, ...indexColumns(text))
+      const writeIndex = () => { for (const [rowid, text] of indexed) index.run(rowid, ...indexColumns(text)) }
+      // A large batch (a long transcript, `commitMany` of many notes) is indexed in a few large segments (lib/store/fts-bulk.ts).
+      if (indexed.length >= BULK_NOTES) withBulkIndexing(this.indexHost, writeIndex)
+      else writeIndex()
       return out
     })
     return results
@@ -661,13 +667,18 @@ export class BlockStore {
 
   /**
    * Runs one batch of an import in one transaction (`transaction`) and folds the block and scope
-   * counts once at its end, instead of once per restored block (see `restoreRow`).
+   * counts once at its end, instead of once per restored block (see `restoreRow`). `lines`: how
+   * many lines the batch holds (a large one runs under the bulk index options).
    */
-  importTransaction<T>(fn: () => T): T {
+  importTransaction<T>(fn: () => T, lines = 0): T {
     return this.transaction(() => {
-      const result = fn()
-      this.foldCount()
-      return result
+      const restore = () => {
+        const result = fn()
+        this.foldCount()
+        return result
+      }
+      // A batch of many lines is indexed in a few large segments, as a large `commitMany` is (lib/store/fts-bulk.ts).
+      return lines >= BULK_NOTES ? withBulkIndexing(this.indexHost, restore) : restore()
     })
   }
 
