@@ -2,7 +2,7 @@ import type { StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import { allScopeCounts, countJoined, foldScopeCounts, scopeCount } from './scope-counts.ts'
 import { checkScopeKey } from './scope-key.ts'
-import type { FtsCandidate } from './store.ts'
+import type { FtsCandidate } from './fts-reads.ts'
 
 /** What the membership table needs from the store that owns the connection. */
 export interface ScopeTableDeps {

@@ -1,5 +1,5 @@
 import type { RecallSource } from '../recall/source.ts'
-import type { FtsCandidate } from '../store/store.ts'
+import type { FtsCandidate } from '../store/fts-reads.ts'
 import type { Block } from '../store/types.ts'
 import { noteTokens, phraseHits, termKey, tokens, type Column, type NoteTokens } from './terms.ts'
 

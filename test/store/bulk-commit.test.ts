@@ -108,7 +108,7 @@ t.test('a bulk batch is one index segment, and the option is back when the call 
 })
 
 t.test('mutation check: without the bulk options the batch is several segments', async (t) => {
-  const m = mutant({ file: 'store/store.ts', from: 'if (indexed.length >= BULK_NOTES) withBulkIndexing', to: 'if (false) withBulkIndexing' })
+  const m = mutant({ file: 'store/commit.ts', from: 'if (indexed.length >= BULK_NOTES) withBulkIndexing', to: 'if (false) withBulkIndexing' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
   const { path, store } = seeded(Mutated)
