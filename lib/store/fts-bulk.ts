@@ -6,7 +6,7 @@
  * of notes with the default therefore writes dozens of small segments and rewrites them several
  * times over. With a larger hash the same notes are written as a few large segments, fewer levels
  * deep: at 100,000 notes the index's share of a bulk commit fell from about 3.1 to 2.2–2.5 s of
- * CPU (docs/benchmarks.md, "Bulk commits").
+ * CPU (docs/decisions.md, D24).
  *
  * The option is set inside the write's transaction and set back before it commits, so no other
  * connection ever sees it, and a kill at any point leaves the old value with the old rows or the

@@ -12,7 +12,6 @@ import { BrowseTable } from './browse.ts'
 import { commitBlocks, type CommitHost } from './commit.ts'
 import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates.ts'
 import { allEdges, edgesOf, insertEdge, type EdgeHost } from './edges.ts'
-import { BULK_NOTES, withBulkIndexing } from './fts-bulk.ts'
 import { FtsReads, type FtsCandidate } from './fts-reads.ts'
 import { checkTime } from './import-numbers.ts'
 import { importBlock, type ImportedBlock, type ImportHost } from './import-rows.ts'
@@ -369,18 +368,13 @@ export class BlockStore {
 
   /**
    * Runs one batch of an import in one transaction (`transaction`) and folds the block and scope
-   * counts once at its end, instead of once per restored block (see `restoreRow`). `lines`: how
-   * many lines the batch holds (a large one runs under the bulk index options).
+   * counts once at its end, instead of once per restored block (see `restoreRow`).
    */
-  importTransaction<T>(fn: () => T, lines = 0): T {
+  importTransaction<T>(fn: () => T): T {
     return this.transaction(() => {
-      const restore = () => {
-        const result = fn()
-        this.foldCount()
-        return result
-      }
-      // A batch of many lines is indexed in a few large segments, as a large `commitMany` is (lib/store/fts-bulk.ts).
-      return lines >= BULK_NOTES ? withBulkIndexing(this.writer, restore) : restore()
+      const result = fn()
+      this.foldCount()
+      return result
     })
   }
 

@@ -187,7 +187,7 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
             throw error
           }
         }
-      }, pending.length)
+      })
       return true
     } catch (error) {
       if (!lineFailed) throw error
@@ -203,7 +203,7 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
           return
         }
       }
-    }, pending.length)
+    })
     return result.failure === undefined
   }
   let lineNo = 0
