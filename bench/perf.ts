@@ -8,6 +8,9 @@
  *    file: the first blocks one commit each, the rest with `commitMany` in batches.
  * 1c. The bulk path: an export of that store restored by `stablemem import`'s path into a new file
  *    (`import_per_s`, `import_vs_floor`, and per CPU second).
+ * 1d. The bulk commit path: the same N notes through `commitMany` in batches of `--bulk` (default
+ *    100,000; at least `BULK_NOTES`, so the bulk index options apply) into a new file
+ *    (`bulk_commit_per_s`, `bulk_vs_floor`, and per CPU second).
  * 2. Builds the floor: a plain `(rowid, text)` table plus an FTS5 table with the same columns,
  *    tokenizer and indexed text, the same connection settings (WAL, synchronous FULL, 64 MiB page
  *    cache), filled with raw prepared statements in one transaction.
@@ -71,6 +74,7 @@ const { values: args } = parseArgs({
     turns: { type: 'string', default: '200' },
     single: { type: 'string', default: '1000' },
     batch: { type: 'string', default: '1000' },
+    bulk: { type: 'string', default: '100000' },
     workspaces: { type: 'string', default: '20' },
     'scene-count': { type: 'string', default: '1000' },
     'scene-refs': { type: 'string', default: '100000' },
@@ -88,6 +92,7 @@ const QUERIES = wholeFlag('queries', args.queries)
 const TURNS = wholeFlag('turns', args.turns)
 const SINGLE = Math.min(N, wholeFlag('single', args.single))
 const BATCH = wholeFlag('batch', args.batch)
+const BULK = wholeFlag('bulk', args.bulk)
 const WORKSPACES = wholeFlag('workspaces', args.workspaces, 0)
 const SCENE_COUNT = wholeFlag('scene-count', args['scene-count'], 0)
 const SCENE_REFS = wholeFlag('scene-refs', args['scene-refs'], 0)
@@ -97,7 +102,7 @@ const log = progressLog(JSON_OUT)
 
 const started = nowMs()
 const startedCpu = process.cpuUsage()
-const cacheKey = `perf-${N}-seed${SEED}-single${SINGLE}-batch${BATCH}-w${WORKSPACES}`
+const cacheKey = `perf-${N}-seed${SEED}-single${SINGLE}-batch${BATCH}-bulk${BULK}-w${WORKSPACES}-floor2`
 const dir = args.cache !== '' ? join(args.cache, cacheKey) : mkdtempSync(join(tmpdir(), 'stablemem-bench-'))
 const storePath = join(dir, 'memory.db')
 const floorPath = join(dir, 'floor.db')
@@ -112,6 +117,8 @@ interface Build {
   batchCommitCpuPerS?: number, floorInsertCpuPerS?: number
   /** Step 1c: `stablemem import`'s path restoring an export of the store into a new file, wall and CPU (absent in older caches). */
   importPerS?: number, importCpuPerS?: number
+  /** Step 1d: `commitMany` in batches of `--bulk` into a new file, wall and CPU (absent in older caches). */
+  bulkCommitPerS?: number, bulkCommitCpuPerS?: number
 }
 const cached = args.cache !== '' && !args.rebuild && existsSync(metaPath)
 let build: Build
@@ -123,13 +130,16 @@ if (cached) {
   build = await buildFiles()
   if (args.cache !== '') writeFileSync(metaPath, JSON.stringify(build))
 }
-const { commitPerS, batchCommitPerS, floorInsertPerS, stored, batchCommitCpuPerS, floorInsertCpuPerS, importPerS, importCpuPerS } = build
+const { commitPerS, batchCommitPerS, floorInsertPerS, stored, batchCommitCpuPerS, floorInsertCpuPerS, importPerS, importCpuPerS, bulkCommitPerS, bulkCommitCpuPerS } = build
 const dbBytes = statSync(storePath).size
 log(`commit: ${SINGLE} single at ${Math.round(commitPerS)}/s; ${N - SINGLE} batched (${BATCH}) at ${Math.round(batchCommitPerS)}/s; ${stored} distinct blocks; file ${(dbBytes / 2 ** 20).toFixed(1)} MB`)
 log(`floor: raw insert into bare table + FTS5 at ${Math.round(floorInsertPerS)}/s (our batched commit is ${(batchCommitPerS / floorInsertPerS).toFixed(2)}× of it` +
   (batchCommitCpuPerS !== undefined && floorInsertCpuPerS !== undefined ? `; per CPU second ${(batchCommitCpuPerS / floorInsertCpuPerS).toFixed(2)}×)` : ')'))
 if (importPerS !== undefined && importCpuPerS !== undefined && floorInsertCpuPerS !== undefined) {
   log(`import of the export into a new file at ${Math.round(importPerS)}/s (${(importPerS / floorInsertPerS).toFixed(2)}× the floor; per CPU second ${(importCpuPerS / floorInsertCpuPerS).toFixed(2)}×)`)
+}
+if (bulkCommitPerS !== undefined && bulkCommitCpuPerS !== undefined && floorInsertCpuPerS !== undefined) {
+  log(`bulk commit (batches of ${BULK}) into a new file at ${Math.round(bulkCommitPerS)}/s (${(bulkCommitPerS / floorInsertPerS).toFixed(2)}× the floor; per CPU second ${(bulkCommitCpuPerS / floorInsertCpuPerS).toFixed(2)}×)`)
 }
 
 /** Steps 1, 2 and the scoped file of step 5: every file the run reads, with the write rates measured on the way. */
@@ -159,6 +169,9 @@ async function buildFiles(): Promise<Build> {
   floor.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536;
     CREATE TABLE b (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);
     CREATE VIRTUAL TABLE f USING fts5(latin, cjk, content = '', tokenize = 'porter unicode61 remove_diacritics 2');`)
+  // The corpus is generated before the timing, as it is for every commit path measured here (the
+  // floor timed the generator until issue 30's bulk path: about a sixth of its CPU time at 100k).
+  const texts = Array.from({ length: N }, (_, i) => gen.block(i).text)
   t0 = nowMs()
   const floorCpu0 = process.cpuUsage()
   const insertText = floor.prepare('INSERT INTO b (rowid, text) VALUES (?, ?)')
@@ -166,7 +179,7 @@ async function buildFiles(): Promise<Build> {
   floor.exec('BEGIN')
   const seen = new Set<string>()
   for (let i = 0; i < N; i++) {
-    const text = canonicalText(gen.block(i).text)
+    const text = canonicalText(texts[i]!)
     if (seen.has(text)) continue
     seen.add(text)
     insertText.run(i + 1, text)
@@ -176,6 +189,7 @@ async function buildFiles(): Promise<Build> {
   const floorInsertPerS = N / ((nowMs() - t0) / 1000)
   const floorInsertCpuPerS = N / (cpuMs(floorCpu0) / 1000)
   floor.close()
+  texts.length = 0
 
   // 1c. The bulk path: an export of the store restored by the import path into a new file (every
   // guarantee: ids checked, near-duplicate keys, secrets, memberships, counts), timed without the
@@ -193,6 +207,25 @@ async function buildFiles(): Promise<Build> {
   importer.close()
   for (const suffix of ['', '-wal', '-shm']) rmSync(importPath + suffix, { force: true })
   if (imported.failure !== undefined) throw new Error(`import failed at line ${imported.failure.line}: ${imported.failure.message}`)
+
+  // 1d. The bulk commit path: the same notes through `commitMany` in batches of `--bulk`, into a new file.
+  const bulkPath = join(dir, 'bulk.db')
+  const bulkStore = new BlockStore(bulkPath)
+  let bulkMs = 0
+  let bulkCpuMs = 0
+  for (let from = 0; from < N; from += BULK) {
+    const inputs = []
+    for (let i = from; i < Math.min(N, from + BULK); i++) inputs.push({ text: gen.block(i).text, source: 'bench' })
+    t0 = nowMs()
+    const cpu0 = process.cpuUsage()
+    bulkStore.commitMany(inputs)
+    bulkCpuMs += cpuMs(cpu0)
+    bulkMs += nowMs() - t0
+  }
+  const bulkStored = bulkStore.count()
+  bulkStore.close()
+  for (const suffix of ['', '-wal', '-shm']) rmSync(bulkPath + suffix, { force: true })
+  if (bulkStored !== stored) throw new Error(`the bulk path stored ${bulkStored} notes, the batched path ${stored}`)
 
   // 5's file: the same N blocks, block i in workspace i mod W.
   if (WORKSPACES > 0) {
@@ -212,6 +245,8 @@ async function buildFiles(): Promise<Build> {
     floorInsertCpuPerS,
     importPerS: imported.blocksCreated / (importMs / 1000),
     importCpuPerS: imported.blocksCreated / (importCpuMs / 1000),
+    bulkCommitPerS: N / (bulkMs / 1000),
+    bulkCommitCpuPerS: N / (bulkCpuMs / 1000),
     stored,
     schema: SCHEMA_VERSION,
   }
@@ -503,6 +538,11 @@ const result = {
   import_vs_floor: importPerS === undefined ? null : round(importPerS / floorInsertPerS, 2),
   import_cpu_per_s: importCpuPerS === undefined ? null : Math.round(importCpuPerS),
   import_vs_floor_cpu: importCpuPerS === undefined || floorInsertCpuPerS === undefined ? null : round(importCpuPerS / floorInsertCpuPerS, 2),
+  bulk_batch: BULK,
+  bulk_commit_per_s: bulkCommitPerS === undefined ? null : Math.round(bulkCommitPerS),
+  bulk_vs_floor: bulkCommitPerS === undefined ? null : round(bulkCommitPerS / floorInsertPerS, 2),
+  bulk_commit_cpu_per_s: bulkCommitCpuPerS === undefined ? null : Math.round(bulkCommitCpuPerS),
+  bulk_vs_floor_cpu: bulkCommitCpuPerS === undefined || floorInsertCpuPerS === undefined ? null : round(bulkCommitCpuPerS / floorInsertCpuPerS, 2),
   cached_build: cached,
   built_at_schema: build.schema,
   count_first_ms: round(countMs),

@@ -67,7 +67,7 @@ t.test('a key after a prose label and a zero-width character never reach the col
 })
 
 t.test('mutation check: with the secrets policy off on the commit path the key reaches the cold block and the file', async (t) => {
-  const m = mutant({ file: 'store/store.ts', from: 'const { text, redacted } = applySecretsPolicy(canonical, secrets, `${prefix}text`)', to: 'const text = canonical; const redacted: string[] = []' })
+  const m = mutant({ file: 'store/validate.ts', from: 'const { text, redacted } = applySecretsPolicy(canonical, secrets, `${prefix}text`)', to: 'const text = canonical; const redacted: string[] = []' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<typeof storeModule>('store/store.ts')
   const { coolTick: mutatedCool } = await m.load<typeof coolingModule>('kernel/layers/cooling.ts')

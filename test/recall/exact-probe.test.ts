@@ -105,7 +105,7 @@ t.test('a short unranked read caches the match count, and a write clears it', as
   other.close()
   t.equal(store.matchCount(match), 8, "another connection's write clears it")
 
-  const m = mutant({ file: 'store/store.ts', from: 'if (rowids.length < limit) this.rememberCount', to: 'if (rowids.length <= limit) this.rememberCount' })
+  const m = mutant({ file: 'store/fts-reads.ts', from: 'if (rowids.length < limit) this.rememberCount', to: 'if (rowids.length <= limit) this.rememberCount' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
   const mutated = new Mutated(':memory:')

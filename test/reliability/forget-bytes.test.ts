@@ -311,12 +311,12 @@ async function mutated(t: Test, edit: Edit, forget: Forgetting = fewAtATime, fil
 const enTerm = (f: string) => /^(zorblaxquux|quintessa|e12345678) /.test(f)
 
 t.test('mutation check: without secure deletion the text is found', async (t) => {
-  const found = await mutated(t, { file: 'store/store.ts', from: 'PRAGMA secure_delete = ON;', to: '' })
+  const found = await mutated(t, { file: 'store/open-store.ts', from: 'PRAGMA secure_delete = ON;', to: '' })
   t.ok(found.some((f) => f.startsWith(SECRET_ZH) || f.startsWith('护照号码')), `found: ${found.join('; ')}`)
 })
 
 t.test('mutation check: without secure deletion of pages, forgetting during index upkeep leaves the text', async (t) => {
-  const found = await mutated(t, { file: 'store/store.ts', from: 'PRAGMA secure_delete = ON;', to: '' }, duringUpkeep)
+  const found = await mutated(t, { file: 'store/open-store.ts', from: 'PRAGMA secure_delete = ON;', to: '' }, duringUpkeep)
   t.ok(found.length > 0, `the merge's freed pages keep it: ${found.join('; ')}`)
 })
 

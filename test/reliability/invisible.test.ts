@@ -94,7 +94,7 @@ t.test('a note made only of invisible characters is refused at commit, by the st
 })
 
 t.test('mutation: without the check an invisible note is stored', async (t) => {
-  const m = mutant({ file: 'store/store.ts', from: "if (isInvisibleOnly(canonical)) throw", to: 'if (false) throw' })
+  const m = mutant({ file: 'store/validate.ts', from: "if (isInvisibleOnly(canonical)) throw", to: 'if (false) throw' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
   const store = new Mutated(tempStorePath('blank-mutant'))

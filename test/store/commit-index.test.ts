@@ -1,5 +1,5 @@
 /**
- * A batch's full-text index rows are written after its block rows (lib/store/store.ts,
+ * A batch's full-text index rows are written after its block rows (lib/store/commit.ts,
  * `commitMany`). FTS5 flushes its pending terms to a new segment at every statement savepoint.
  * Every block insert opened one while the block count had an insert trigger, and a note's other
  * writes still do (tagging it with a scene), so rows written beside their blocks made one segment
@@ -44,8 +44,8 @@ t.test('one batch adds one index segment, and every note is found', async (t) =>
 
 t.test('mutation: index rows written beside each block make a segment per note', async (t) => {
   const m = mutant(
-    { file: 'store/store.ts', from: 'indexed.push([inserted.lastInsertRowid, row.text])', to: 'index.run(inserted.lastInsertRowid, ...indexColumns(row.text))' },
-    { file: 'store/store.ts', from: 'for (const [rowid, text] of indexed) index.run(rowid, ...indexColumns(text))', to: '' },
+    { file: 'store/commit.ts', from: 'indexed.push([inserted.lastInsertRowid, row.text])', to: 'index.run(inserted.lastInsertRowid, ...indexColumns(row.text))' },
+    { file: 'store/commit.ts', from: 'for (const [rowid, text] of indexed) index.run(rowid, ...indexColumns(text))', to: '' },
   )
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')

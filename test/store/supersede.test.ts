@@ -94,7 +94,7 @@ t.test('property: supersede chains never loop, and the note just committed is al
 })
 
 t.test('mutation: without the restore a re-committed text stays replaced, and the property goes red', async (t) => {
-  const m = mutant({ file: 'store/store.ts', from: 'replaced = restore(this.chain, row.id, now)', to: 'replaced = undefined' })
+  const m = mutant({ file: 'store/commit.ts', from: 'replaced = restore(host.chain, row.id, now)', to: 'replaced = undefined' })
   t.teardown(() => m.remove())
   const { BlockStore: Mutated } = await m.load<typeof StoreModule>('store/store.ts')
   await t.rejects(chainProperty(Mutated))
