@@ -32,7 +32,7 @@ import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE } from '../lib/recall/gate.ts'
 import type { FusionMethod } from '../lib/recall/hybrid.ts'
 
 /** A recall under test: what the bench calls once per query. */
-export type RecallFn = (store: BlockStore, query: string, options: { topK: number }) => Hit[] | Promise<Hit[]>
+export type RecallFn = (store: BlockStore, query: string, options: { topK: number, earlier?: readonly string[] }) => Hit[] | Promise<Hit[]>
 
 /** What one bench run measures. */
 export interface BenchOptions {
