@@ -125,6 +125,11 @@ export interface RecallCallOptions {
    * exact pins, always through the gate, within `topK` and the scope (docs/scenes.md).
    */
   scenes?: readonly string[]
+  /**
+   * The earlier messages of the live conversation, oldest first: read with the query when it does
+   * not clearly match the store alone (`lib/recall/conversation.ts`).
+   */
+  earlier?: readonly string[]
 }
 
 /** The gated hits, keeping the `degraded` mark of the list they were taken from. */
@@ -310,6 +315,9 @@ export class StableMem extends Service {
     if (options.scenes !== undefined && (!Array.isArray(options.scenes) || options.scenes.some((k) => typeof k !== 'string'))) {
       throw new StableMemError('invalid_input', 'scenes must be an array of scene keys')
     }
+    if (options.earlier !== undefined && (!Array.isArray(options.earlier) || options.earlier.some((m) => typeof m !== 'string'))) {
+      throw new StableMemError('invalid_input', 'earlier must be an array of message texts')
+    }
     const sceneKeys = (options.scenes ?? []).map((k) => normalizeSceneKey(k)).filter((k) => k !== '')
     const inject = options.purpose === 'inject'
     const scopes = this.scopePolicy.recallUnion(options.scope)
@@ -322,7 +330,7 @@ export class StableMem extends Service {
     let hits: HybridHits
     try {
       const local = recallBlocksHybrid(store, this.embedder, query, {
-        topK, recordAccess: false, scopes,
+        topK, recordAccess: false, scopes, earlier: options.earlier,
         budgetMs: this.config.embed.recallBudgetMs, minCosine: this.config.embed.minCosine,
       })
       local.then((found) => localDone(found.map((h) => h.id)), () => localDone([]))

@@ -82,14 +82,14 @@ interface Candidate {
  *    it holds, or of its own the query mentions (`relevance.ts`), which the injection gate reads (`gate.ts`).
  *
  * With the live conversation's earlier messages (`options.earlier`) the message is first recalled
- * alone; only when it does not clearly match the store by itself (`answeredAlone`) is it recalled
- * again with them (`conversation.ts`).
+ * alone; only when it asks something and that would not open the injection gate (`answeredAlone`)
+ * is it recalled again with them (`conversation.ts`).
  */
 export function recallBlocks(source: RecallSource, query: string, options: RecallOptions & RankingSwitches = {}): RecallHits {
   const earlier = options.earlier ?? []
   if (earlier.length === 0) return recallTurns(source, query, [], options)
   const alone = recallTurns(source, query, [], { ...options, recordAccess: false })
-  if (!answeredAlone(alone)) return recallTurns(source, query, earlier, options)
+  if (!answeredAlone(alone, query)) return recallTurns(source, query, earlier, options)
   if (options.recordAccess) source.recordAccess(alone.map((h) => h.id))
   return alone
 }
