@@ -1,5 +1,8 @@
 import { isQuestion } from '../text/question.ts'
 import { isAbstention } from './abstain.ts'
+import { matchPhrase } from './fts-query.ts'
+import { namesIn } from './relevance.ts'
+import type { RecallSource } from './source.ts'
 import { DEFAULT_MIN_RELEVANCE, evidenceOf } from './gate.ts'
 import { boundedTurns, LAST_TURN_WEIGHT, MAX_QUERY_CHARS, queryTurns, type QueryTurn } from './symbols.ts'
 import type { Hit } from './types.ts'
@@ -70,9 +73,14 @@ export const ALONE_EVIDENCE = DEFAULT_MIN_RELEVANCE
  * Whether a message's own recall (`hits`) stands without the conversation before it: the
  * message asks nothing (`isQuestion`: after "今天天气不错" the notes of the topic before it would
  * come back, though the talk has moved on), it abstained (it names a string the store lacks: the
- * conversation cannot change that), an exact symbol of it pinned a note, or its evidence reaches
- * `ALONE_EVIDENCE`.
+ * conversation cannot change that), an exact symbol of it pinned a note, its evidence reaches
+ * `ALONE_EVIDENCE`, or it names only people or things the store has never heard of (`namesIn`;
+ * the relevance rule of the same name): a question about someone else is not made relevant by
+ * the words of the questions before it (LoCoMo asked of the next conversation's store, live:
+ * false injections 9.0 → 4.2 % on half a, the same as without the conversation).
  */
-export function answeredAlone(hits: readonly Hit[], message: string): boolean {
-  return !isQuestion(message) || isAbstention(hits) || hits.some((h) => h.exact) || evidenceOf(hits) >= ALONE_EVIDENCE
+export function answeredAlone(hits: readonly Hit[], message: string, store: Pick<RecallSource, 'matchCount'>): boolean {
+  if (!isQuestion(message) || isAbstention(hits) || hits.some((h) => h.exact) || evidenceOf(hits) >= ALONE_EVIDENCE) return true
+  const names = namesIn(message)
+  return names.length > 0 && names.every((name) => store.matchCount(matchPhrase(name)) === 0)
 }

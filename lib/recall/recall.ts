@@ -89,7 +89,7 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
   const earlier = options.earlier ?? []
   if (earlier.length === 0) return recallTurns(source, query, [], options)
   const alone = recallTurns(source, query, [], { ...options, recordAccess: false })
-  if (!answeredAlone(alone, query)) return recallTurns(source, query, earlier, options)
+  if (!answeredAlone(alone, query, source)) return recallTurns(source, query, earlier, options)
   if (options.recordAccess) source.recordAccess(alone.map((h) => h.id))
   return alone
 }

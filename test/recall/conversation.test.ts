@@ -50,7 +50,7 @@ t.test('a follow-up question finds what its conversation is about; alone it find
   t.same(shown(recallBlocks, store, FOLLOW_UP.message, []), [], 'alone: nothing to inject')
   t.same(shown(recallBlocks, store, FOLLOW_UP.message, FOLLOW_UP.earlier), [NOTES[0]], 'with the earlier message: the trip note')
   t.same(shown(recallBlocks, store, 'and which version does it run?', ['I am looking at the staging cluster today']), [NOTES[6]], 'in English too')
-  const m = mutant({ file: 'recall/recall.ts', from: 'if (!answeredAlone(alone, query)) return recallTurns(source, query, earlier, options)', to: '' })
+  const m = mutant({ file: 'recall/recall.ts', from: 'if (!answeredAlone(alone, query, source)) return recallTurns(source, query, earlier, options)', to: '' })
   t.teardown(() => m.remove())
   const { recallBlocks: without } = await m.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
   t.same(shown(without, store, FOLLOW_UP.message, FOLLOW_UP.earlier), [], 'the mutant that never reads the conversation finds nothing')
@@ -102,4 +102,23 @@ t.test('a live chat is read as the same chat pasted; the conversation is bounded
   const long = 'x'.repeat(5_000) + ' tail'
   t.equal(conversationTurns('最后', [long])[0]!.text.length, EARLIER_MESSAGE_CHARS, 'an earlier message is read from its end')
   t.ok(conversationTurns('最后', Array.from({ length: 8 }, () => 'y'.repeat(EARLIER_MESSAGE_CHARS))).reduce((n, x) => n + x.text.length, 0) <= 8_192, 'all of it within MAX_QUERY_CHARS')
+})
+
+t.test('a question about someone the store has never heard of is not rescued by the conversation', async (t) => {
+  const store = new BlockStore(':memory:')
+  store.commitMany([
+    'Jon: The dance studio finally opened, the first class was full.',
+    'Jon: The studio needs a new floor before the winter.',
+    'Gina: My store had its best month since the launch.',
+  ].map((text) => ({ text })))
+  t.teardown(() => store.close())
+  // The conversation names Jon, whom the store knows, so the relevance rule alone would not zero it.
+  const earlier = ['How is the dance studio of Jon doing? Is the first class full?']
+  const question = 'And what did Caroline think of it?'
+  t.same(shown(recallBlocks, store, question, earlier), [], 'Caroline is in no note: nothing is injected')
+  t.ok(shown(recallBlocks, store, 'And what did the teacher think of it?', earlier).length > 0, 'a question naming no one: the conversation is read')
+  const m = mutant({ file: 'recall/conversation.ts', from: 'return names.length > 0 && names.every', to: 'return false && names.every' })
+  t.teardown(() => m.remove())
+  const { recallBlocks: without } = await m.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  t.ok(shown(without, store, question, earlier).length > 0, 'the mutant without the name rule injects the studio notes for a question about someone else')
 })
