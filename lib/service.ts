@@ -187,7 +187,7 @@ export class StableMem extends Service implements KernelMemory {
     let hits: HybridHits
     try {
       const parts = { store, embedder: this.vectors.embedder, team: this.team, config: this.config }
-      hits = await recallMerged(parts, query, { topK, scopes, sceneKeys, inject, team: options.team !== false })
+      hits = await recallMerged(parts, query, { topK, scopes, sceneKeys, inject, team: options.team !== false, earlier: options.earlier })
     } catch (error) {
       throw this.guard.failed(store, error)
     }

@@ -1,6 +1,7 @@
 /**
  * `bench:recall`'s all-sets mode: every eval set found under one folder, each in every mode it
- * has (scoped; global too when it has several scopes), ranked and gated R@5 and R@10, false
+ * has (scoped; global too when it has several scopes; `live`, its queries as the last message of a
+ * live conversation, `live.ts`), ranked and gated R@5 and R@10, false
  * injections against every other set (cross-set) and against the next scope's store
  * (cross-scope, where there are scopes), and the characters a noise turn gets. One set of gate
  * settings for all sets, as the plugin has.
@@ -10,12 +11,14 @@ import { join } from 'node:path'
 import type { GateOptions } from '../../lib/recall/gate.ts'
 import type { RecallFn } from './recall-fn.ts'
 import { readEvalSet, type EvalSet } from './eval-set.ts'
+import { asLive } from './live.ts'
 import { runPrecisionSuite, type Negatives, type PrecisionSuite } from './precision.ts'
 
 /** One set in one mode: the figures the table shows, and the suite they come from. */
 export interface AllSetsRow {
   dataset: string
-  mode: 'scoped' | 'global'
+  /** `live`: scoped, each query as the last message of a live conversation (`live.ts`). */
+  mode: 'scoped' | 'global' | 'live'
   queries: number
   ranked: { 'recall@5': number, 'recall@10': number }
   gated: { 'recall@5': number, 'recall@10': number }
@@ -41,9 +44,10 @@ export async function runAllSets(sets: readonly EvalSet[], options: { gate: Gate
   for (const set of sets) {
     const negatives: Negatives[] = sets.filter((other) => other !== set).map((against) => ({ kind: 'cross-set', against }))
     if (set.scopes.length > 1) negatives.push({ kind: 'cross-scope' })
-    for (const mode of set.scopes.length > 1 ? ['scoped', 'global'] as const : ['scoped'] as const) {
+    for (const mode of set.scopes.length > 1 ? ['scoped', 'global', 'live'] as const : ['scoped', 'live'] as const) {
       options.progress?.(`${set.name} · ${mode}`)
-      const suite = await runPrecisionSuite(set, { mode, gate: options.gate, half: options.half, recall: options.recall }, negatives)
+      const asked = mode === 'live' ? asLive(set) : set
+      const suite = await runPrecisionSuite(asked, { mode: mode === 'live' ? 'scoped' : mode, gate: options.gate, half: options.half, recall: options.recall }, negatives)
       const crossSet = suite.negatives.filter((n) => n.against !== 'cross-scope').map((n) => n.gated.rate)
       const crossScope = suite.negatives.find((n) => n.against === 'cross-scope')
       rows.push({

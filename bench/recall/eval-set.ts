@@ -23,6 +23,8 @@ export interface EvalQuery {
   gold: string[]
   category: string
   scope: string
+  /** The earlier messages of the live conversation this query is the last message of (`live.ts`); none in a set's file. */
+  earlier?: string[]
 }
 
 /** A whole set, validated. */

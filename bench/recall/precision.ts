@@ -90,7 +90,7 @@ async function measurePositives(set: EvalSet, options: PrecisionOptions, recall:
       for (const q of queries.filter((q) => options.mode === 'global' || q.scope === scope)) {
         const gold = new Set(q.gold)
         const isGold = (h: Hit) => (evalIds.get(h.id) ?? []).some((id) => gold.has(id))
-        const hits = await recall(store, q.query, { topK: Math.max(10, topK) + q.gold.length })
+        const hits = await recall(store, q.query, { topK: Math.max(10, topK) + q.gold.length, earlier: q.earlier })
         const abstained = isAbstention(hits)
         const turn = gate(q, abstained ? hits : hits.slice(0, topK), options.gate, store.count())
         count(positive.ungated, turn.ungated, turn.notice, render)
@@ -120,7 +120,7 @@ async function measureNegatives(set: EvalSet, negatives: Negatives, options: Pre
     const { store } = buildStore(blocks)
     try {
       for (const q of asked) {
-        const hits = await recall(store, q.query, { topK: options.gate.topK })
+        const hits = await recall(store, q.query, { topK: options.gate.topK, earlier: q.earlier })
         const turn = gate(q, hits, options.gate, store.count())
         count(negative.ungated, turn.ungated, turn.notice, render)
         count(negative.gated, turn.gated, turn.notice, render)
@@ -151,7 +151,7 @@ export interface PrecisionSuite {
 /** The positives of `set` once and its queries against each kind of negatives (`bench:recall`'s all-sets mode). */
 export async function runPrecisionSuite(set: EvalSet, options: Omit<PrecisionOptions, 'negatives'>, negatives: readonly Negatives[]): Promise<PrecisionSuite> {
   const render = (hits: readonly Hit[]) => renderRecall(hits, options.budgetChars ?? 2_000).text.length
-  const recall = options.recall ?? ((store, query, { topK }) => recallBlocksHybrid(store, null, query, { topK }))
+  const recall = options.recall ?? ((store, query, { topK, earlier }) => recallBlocksHybrid(store, null, query, { topK, earlier }))
   const full = { ...options, negatives: negatives[0] ?? { kind: 'cross-scope' as const } }
   const p = await measurePositives(set, full, recall, render)
   const n = p.gated.turns

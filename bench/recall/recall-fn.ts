@@ -7,4 +7,4 @@ import type { Hit } from '../../lib/recall/types.ts'
 import type { BlockStore } from '../../lib/store/store.ts'
 
 /** A recall under test: what the bench calls once per query. */
-export type RecallFn = (store: BlockStore, query: string, options: { topK: number }) => Hit[] | Promise<Hit[]>
+export type RecallFn = (store: BlockStore, query: string, options: { topK: number, earlier?: readonly string[] }) => Hit[] | Promise<Hit[]>

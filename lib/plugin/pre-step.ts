@@ -2,7 +2,8 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import type { Config } from '../config.ts'
-import { queryFromBatch } from './query-source.ts'
+import { ConversationMemory } from './conversation-memory.ts'
+import { humanMessages } from './query-source.ts'
 import { preStepAsPreAction, type PreStepPayload } from '../kernel/stages/adapt.ts'
 import type { AgentScope } from '../kernel/stages/types.ts'
 import { withoutCardNotes } from '../kernel/scenes/union.ts'
@@ -16,7 +17,8 @@ import { untraced } from './untraced.ts'
 
 /**
  * Registers the per-turn recall: on the first step of a turn, after everything downstream has
- * built the batch (`await next()`), find the human question, recall, and append one attributed
+ * built the batch (`await next()`), find the human question, recall (with the conversation's
+ * earlier human messages, `conversation-memory.ts`), and append one attributed
  * message of quoted notes — or, when recall abstained, the notice that the store has no record of
  * the specific strings a question asks about (never after a statement, never on an empty store).
  * Tool continuations (step > 1) inject nothing, because injected messages
@@ -27,19 +29,26 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
   const allow = new Set(config.querySources)
   const logger = ctx.logger('stablemem')
   const service = untraced(ctx.stablemem) // called on every turn: not through cordis's tracing proxy (untraced.ts)
+  const conversations = new ConversationMemory()
   const recall = async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
     const decision = await next()
     if (decision.kind !== 'enter' || payload.step !== 1 || !config.inject) return decision
-    const query = queryFromBatch(decision.messages, allow, pluginName)
+    const said = humanMessages(decision.messages, allow, pluginName)
+    const query = said.at(-1) ?? ''
     if (query === '') return decision
+    // The conversation so far: earlier turns' human messages, then this batch's before the last (conversation-memory.ts).
+    const agent = String(payload.agent.id)
+    const earlier = [...conversations.earlier(agent), ...said.slice(0, -1)]
+    conversations.remember(agent, said)
     if (service.unavailableReason() !== undefined) return decision // memory is off; the context line says why
     let text: string
     try {
       // The notes the relevance gate lets through (an empty list when nothing is relevant), within
       // the session's view: its workspace's notes, its preset's, and global ones; never another workspace's.
       // The notes of the turn's scene join them (docs/scenes.md), within the same view.
-      const scenes = service.scenes.readKeys(String(payload.agent.id))
-      const found = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scenes, scope: placeOf(payload.agent) })
+      const scenes = service.scenes.readKeys(agent)
+      // The message is read with its conversation when it does not clearly match the store alone (lib/recall/conversation.ts).
+      const found = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scenes, scope: placeOf(payload.agent), earlier })
       // A convention the turn's scene card already shows is not quoted again (docs/scenes.md).
       const hits = withoutCardNotes(found, service.scenes.cardNotes(String(payload.agent.id), payload.turn))
       const abstention = abstentionOf(hits)

@@ -9,14 +9,23 @@ import type { Message } from '@deepseek-ai/dsh-llm'
  * plugin's own injections are never read even if an allowlist admits plugin messages.
  */
 export function queryFromBatch(messages: readonly Message[], allow: ReadonlySet<string>, ownPlugin: string): string {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i]!
+  return humanMessages(messages, allow, ownPlugin).at(-1) ?? ''
+}
+
+/**
+ * The texts of every message of the batch that `queryFromBatch` could read, in order (empty ones
+ * left out): a batch holds several when the human sent more while the agent was busy. The last
+ * is the query; the ones before it are earlier messages of the conversation (`conversation-memory.ts`).
+ */
+export function humanMessages(messages: readonly Message[], allow: ReadonlySet<string>, ownPlugin: string): string[] {
+  const texts: string[] = []
+  for (const message of messages) {
     if (message.role !== 'user') continue
     const source = message.source as { kind?: unknown, plugin?: unknown } | undefined
     if (!source || typeof source.kind !== 'string' || !allow.has(source.kind)) continue
     if (source.kind === 'plugin' && source.plugin === ownPlugin) continue
     const text = message.content.flatMap((block) => block.type === 'text' ? [block.text] : []).join('\n').trim()
-    if (text !== '') return text
+    if (text !== '') texts.push(text)
   }
-  return ''
+  return texts
 }

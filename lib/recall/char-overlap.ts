@@ -1,5 +1,5 @@
 import { cjkRuns } from '../text/cjk.ts'
-import { MAX_QUERY_CHARS, MAX_TERM_WEIGHT, queryTurns } from './symbols.ts'
+import { boundedTurns, MAX_TERM_WEIGHT, type QueryTurn } from './symbols.ts'
 
 /**
  * Character backoff for Chinese: the share of the query's single CJK characters a candidate
@@ -25,14 +25,14 @@ export const CHAR_SHARE = 0.4
 export const MAX_QUERY_CJK_CHARS = 128
 
 /**
- * The query's CJK characters with their weights: in a pasted transcript a character weighs its
+ * The query's CJK characters (of a string, or of turns already cut) with their weights: in a pasted transcript or a conversation a character weighs its
  * turn-weighted frequency capped at `MAX_TERM_WEIGHT` (as bigrams do), in a one-line query 1.
  * Like `analyzeQuery`, a huge query is read from its last `MAX_QUERY_CHARS` characters; past
  * `MAX_QUERY_CJK_CHARS` distinct characters the heaviest are kept (ties: first seen).
  */
-export function queryChars(query: string, transcript: boolean): Map<string, number> {
+export function queryChars(query: string | readonly QueryTurn[], transcript: boolean): Map<string, number> {
   const out = new Map<string, number>()
-  for (const turn of queryTurns(query.length > MAX_QUERY_CHARS ? query.slice(-MAX_QUERY_CHARS) : query)) {
+  for (const turn of typeof query === 'string' ? boundedTurns(query) : query) {
     for (const run of cjkRuns(turn.text)) {
       for (const ch of run) out.set(ch, transcript ? Math.min(MAX_TERM_WEIGHT, (out.get(ch) ?? 0) + turn.weight) : 1)
     }

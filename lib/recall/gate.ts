@@ -75,18 +75,30 @@ export const DEFAULT_FALLOFF = 0.1
 export function gateHits<T extends Hit>(hits: readonly T[], options: GateOptions): T[] {
   const always = (h: Hit) => h.exact || (options.attached?.has(h.id) ?? false)
   let best = 0
-  let evidence = 0
-  let counted = 0
   let cosine = 0
   // The reference is the non-pinned hits, attached notes included: an attached note that is also
   // the most relevant hit must not lower the bar for the others.
   for (const h of hits) {
     if (h.exact || h.score < options.minScore) continue
     best = Math.max(best, h.relevance)
-    if (counted++ < EVIDENCE_NOTES) evidence += h.relevance
     cosine = Math.max(cosine, h.cosine ?? 0)
   }
-  const open = evidence >= options.minRelevance || cosine >= OPEN_COSINE
+  const open = evidenceOf(hits, options.minScore) >= options.minRelevance || cosine >= OPEN_COSINE
   const floor = best * options.falloff
   return hits.filter((h) => always(h) || (open && h.score >= options.minScore && h.relevance >= floor)).slice(0, Math.max(0, options.topK))
+}
+
+/**
+ * A turn's evidence: the relevances of its best `EVIDENCE_NOTES` non-pinned hits scoring at least
+ * `minScore`, in ranked order, summed. The gate opens on it; recall reads it to tell whether a
+ * message matches the store by itself (`conversation.ts`).
+ */
+export function evidenceOf(hits: readonly Hit[], minScore = 0): number {
+  let evidence = 0
+  let counted = 0
+  for (const h of hits) {
+    if (h.exact || h.score < minScore) continue
+    if (counted++ < EVIDENCE_NOTES) evidence += h.relevance
+  }
+  return evidence
 }

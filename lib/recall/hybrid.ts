@@ -55,7 +55,7 @@ const DEFAULT_CANDIDATES = 100
  * deep equality see the lexical hits). It never throws because of the embedder.
  */
 export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder | null, query: string, options: HybridOptions = {}): Promise<HybridHits> {
-  const lexical = () => recallBlocks(store, query, { topK: options.topK, recordAccess: options.recordAccess, scopes: options.scopes })
+  const lexical = () => recallBlocks(store, query, { topK: options.topK, recordAccess: options.recordAccess, scopes: options.scopes, earlier: options.earlier })
   if (embedder === null) return markDegraded(lexical(), 'no_embedder')
   const text = typeof query === 'string' ? query : ''
   if (text.trim() === '') return markDegraded(lexical(), 'no_embedder')
@@ -64,7 +64,7 @@ export async function recallBlocksHybrid(store: BlockStore, embedder: Embedder |
   const candidates = options.candidates ?? DEFAULT_CANDIDATES
   // Decided once for both lists: a union that covers the store is read unscoped, as `recallBlocks` does.
   const scopes = options.scopes !== undefined && store.scopes.coversAll(options.scopes) ? undefined : options.scopes
-  const lexHits = recallBlocks(store, query, { topK: candidates, scopes })
+  const lexHits = recallBlocks(store, query, { topK: candidates, scopes, earlier: options.earlier })
   if (isAbstention(lexHits)) return lexHits
 
   let queryVector: Float32Array

@@ -12,7 +12,8 @@ import { recallPass } from './pass-source.ts'
 import { areNeighbours, liftNeighbours, neighbourRowids } from './neighbours.ts'
 import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
 import type { RecallSource } from './source.ts'
-import { analyzeQuery, containsWhole, isEmptyAnalysis, symbolVariants, type QueryAnalysis } from './symbols.ts'
+import { answeredAlone, conversationTurns } from './conversation.ts'
+import { analyzeTurns, containsWhole, isEmptyAnalysis, symbolVariants, type QueryAnalysis } from './symbols.ts'
 import type { RecallOptions } from './types.ts'
 
 /** Missing strings an abstention looks for typo neighbours of (each costs up to 64 cached index lookups). */
@@ -68,7 +69,8 @@ interface Candidate {
  *
  * 1. Analyse the query into exact symbols, Latin words and CJK bigrams, each with a weight
  *    (`symbols.ts`; a pasted transcript loses its speaker labels and weighs repeated terms and
- *    its last turn more); a long query keeps its rarest terms (`specificTerms`).
+ *    its last turn more; the live conversation's earlier messages, `options.earlier`, are read
+ *    the same way, `conversation.ts`); a long query keeps its rarest terms (`specificTerms`).
  * 2. FTS5 generates candidates: an OR by bm25 of the terms some note holds, rarest first within
  *    a postings bound (`searchTerms`), plus each exact symbol as a phrase. When even the rarest
  *    term is past the bound (a lone 服务 in a big store), the newest notes holding it are the
@@ -85,12 +87,27 @@ interface Candidate {
  *    notes a later candidate explicitly replaces (`arbitration.ts`), then cut to topK.
  * 8. Each returned hit carries its absolute relevance: how much of the query's specific content
  *    it holds, or of its own the query mentions (`relevance.ts`), which the injection gate reads (`gate.ts`).
+ *
+ * With the live conversation's earlier messages (`options.earlier`) the message is first recalled
+ * alone; only when it asks something and that would not open the injection gate (`answeredAlone`)
+ * is it recalled again with them (`conversation.ts`).
  */
 export function recallBlocks(source: RecallSource, query: string, options: RecallOptions & RankingSwitches = {}): RecallHits {
+  const earlier = options.earlier ?? []
+  if (earlier.length === 0) return recallTurns(source, query, [], options)
+  const alone = recallTurns(source, query, [], { ...options, recordAccess: false })
+  if (!answeredAlone(alone, query, source)) return recallTurns(source, query, earlier, options)
+  if (options.recordAccess) source.recordAccess(alone.map((h) => h.id))
+  return alone
+}
+
+/** `recallBlocks` of one message read with the earlier messages given (none: the message alone). */
+function recallTurns(source: RecallSource, query: string, earlier: readonly string[], options: RecallOptions & RankingSwitches): RecallHits {
   const store = recallPass(source) // each count read once per pass (`pass-source.ts`)
   const topK = clampTopK(options.topK)
   const text = scrubQuery(typeof query === 'string' ? query : '')
-  const full = analyzeQuery(text)
+  const turns = conversationTurns(text, earlier.map(scrubQuery))
+  const full = analyzeTurns(turns)
   const analysis = specificTerms(store, full)
   if (isEmptyAnalysis(analysis)) return []
   const bm25 = new Map<number, number>()
@@ -140,7 +157,7 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
   let best = 0
   for (const [rowid] of blocks) best = Math.min(best, bm25.get(rowid)!)
   const words = options.coverage === false ? [] : weightedWords(store, analysis)
-  const chars = options.charOverlap === false ? undefined : charOverlap(queryChars(text, analysis.transcript), blocks.map(([, b]) => b.text))
+  const chars = options.charOverlap === false ? undefined : charOverlap(queryChars(turns, analysis.transcript), blocks.map(([, b]) => b.text))
   const scored: Candidate[] = []
   for (const [i, [rowid, block]] of blocks.entries()) {
     const lower = block.text.toLowerCase()
@@ -159,7 +176,7 @@ export function recallBlocks(source: RecallSource, query: string, options: Recal
   if (neighbours) liftNeighbours(scored)
   scored.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   const kept = options.arbitration === false ? scored.slice(0, topK) : arbitrate(scored, topK)
-  const content = options.relevance === false || kept.length === 0 ? undefined : queryContent(store, full, text)
+  const content = options.relevance === false || kept.length === 0 ? undefined : queryContent(store, full, turns)
   const hits = kept.map((c) => ({
     id: c.id, text: c.text, score: c.score, exact: c.exact, relevance: content === undefined ? 1 : relevance(content, c.text, c.id),
     why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical, c.beside),

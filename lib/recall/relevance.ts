@@ -3,7 +3,7 @@ import { matchPhrase } from './fts-query.ts'
 import { scrubQuery } from '../text/normalize.ts'
 import { cachedNoteTerms, noteTerms, type NoteTerms } from './note-terms.ts'
 import { CJK_FUNCTION_WORDS, CJK_PARTICLES, ENGLISH_STOPWORDS } from './stopwords.ts'
-import { analyzeQuery, containsStem, containsWhole, MAX_QUERY_CHARS, queryTurns, symbolVariants, wordStem, type QueryAnalysis } from './symbols.ts'
+import { analyzeQuery, boundedTurns, containsStem, containsWhole, queryTurns, symbolVariants, wordStem, type QueryAnalysis, type QueryTurn } from './symbols.ts'
 
 /**
  * Absolute relevance: how much a note and the query have specifically in common. Recall's score
@@ -121,13 +121,13 @@ function partsIn(store: RecallSource, analysis: QueryAnalysis, df: Map<string, n
 /**
  * The specific parts of an analysed query, weighted against this store. Use the full analysis
  * (not the one cut to its rarest terms for the search): parts no note holds are exactly what
- * makes a store irrelevant to a query. `text` is the scrubbed query the analysis came from.
+ * makes a store irrelevant to a query. `text` is the scrubbed query the analysis came from, or its turns.
  */
-export function queryContent(store: RecallSource, analysis: QueryAnalysis, text: string): QueryContent {
+export function queryContent(store: RecallSource, analysis: QueryAnalysis, text: string | readonly QueryTurn[]): QueryContent {
   const df = new Map<string, number>()
   const parts = partsIn(store, analysis, df)
-  // The same bound as the analysis: a 1 MB query costs no more than a long message.
-  const turns = queryTurns(text.length > MAX_QUERY_CHARS ? text.slice(-MAX_QUERY_CHARS) : text).map((turn) => turn.text)
+  // The same turns as the analysis (a string is bounded as it is: a 1 MB query costs no more than a long message).
+  const turns = (typeof text === 'string' ? boundedTurns(text) : text).map((turn) => turn.text)
   const lower = turns.join('\n').toLowerCase()
   const names = namesOf(turns)
   // A name is usually one of the query's words, whose count was just read.

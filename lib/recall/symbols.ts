@@ -8,7 +8,7 @@ import { ENGLISH_STOPWORDS, CJK_FUNCTION_WORDS } from './stopwords.ts'
 export interface QueryAnalysis {
   /** Exact symbols: numbers, versions, IPs, dates, paths, identifiers with digits (lower-cased). A hit pins the block. */
   exact: string[]
-  /** Latin content words of 3+ letters, lower-cased, English stop words removed. */
+  /** Latin content words of 3+ letters, lower-cased, English stop words removed; and the symbols of context turns (`analyzeTurns`). */
   words: string[]
   /** Chinese/Japanese/Korean words (2+ characters) from the built-in ICU segmenter, function words removed. */
   cjkWords: string[]
@@ -46,18 +46,28 @@ const segmenter = new Intl.Segmenter('zh', { granularity: 'word' })
  * identifier stay inside it (`f91b27a`, never `91`/`27`); one-character tokens are never symbols.
  */
 export function analyzeQuery(query: string): QueryAnalysis {
+  return analyzeTurns(boundedTurns(query))
+}
+
+/**
+ * `analyzeQuery` over a query already cut into weighted turns (`queryTurns`, or a live
+ * conversation's `conversationTurns`). A symbol of a context turn (an earlier message) is searched
+ * and weighed like a word, but pins nothing and never makes recall abstain: it is what the
+ * conversation was about, not what is asked now.
+ */
+export function analyzeTurns(turns: readonly QueryTurn[]): QueryAnalysis {
   const exact = new Set<string>()
   const words = new Set<string>()
   const cjkWords = new Set<string>()
   const grams = new Set<string>()
   const counts = new Map<string, number>()
-  const turns = queryTurns(query.length > MAX_QUERY_CHARS ? query.slice(-MAX_QUERY_CHARS) : query)
-  for (const { text, weight } of turns) {
+  for (const { text, weight, context } of turns) {
     const count = (t: string) => counts.set(t, (counts.get(t) ?? 0) + weight)
-    latinTerms(text, exact, (word) => {
-      words.add(word)
-      count(word)
-    })
+    const word = (w: string) => {
+      words.add(w)
+      count(w)
+    }
+    latinTerms(text, context === true ? { add: word } : exact, word)
     for (const run of cjkRuns(text)) {
       for (const gram of bigrams(run)) {
         grams.add(gram)
@@ -75,11 +85,17 @@ export function analyzeQuery(query: string): QueryAnalysis {
   const transcript = turns.length > 1
   const weights = new Map<string, number>()
   for (const [term, n] of counts) weights.set(term, transcript ? Math.min(MAX_TERM_WEIGHT, n) : 1)
+  for (const symbol of exact) words.delete(symbol) // asked now: pinned, not also a word
   return { exact: [...exact], words: [...words], cjkWords: [...cjkWords], cjkBigrams: [...grams], weights, transcript }
 }
 
+/** The weighted turns of one query string, read from its last `MAX_QUERY_CHARS` characters (a 1 MB query costs no more than a long message). */
+export function boundedTurns(query: string): QueryTurn[] {
+  return queryTurns(query.length > MAX_QUERY_CHARS ? query.slice(-MAX_QUERY_CHARS) : query)
+}
+
 /** The exact symbols (into `exact`) and Latin content words (to `onWord`) of one stretch of text. */
-function latinTerms(text: string, exact: Set<string>, onWord: (word: string) => void): void {
+function latinTerms(text: string, exact: { add: (symbol: string) => unknown }, onWord: (word: string) => void): void {
   for (const match of text.matchAll(CODE_TOKEN)) {
     const token = match[0].replace(TRAILING, '').toLowerCase()
     if (token.length < 2) continue
@@ -104,6 +120,10 @@ const SPEAKER_LABEL = /^[ \t]*([^\s:：\d"“]{1,24})[ \t]*[:：]/u
 export interface QueryTurn {
   text: string
   weight: number
+  /** An earlier message of a live conversation (`conversationTurns`): its symbols neither pin nor abstain. */
+  context?: boolean
+  /** The speaker label a line of a pasted transcript opened with (`queryTurns`). */
+  speaker?: string
 }
 
 /**
@@ -120,7 +140,9 @@ export function queryTurns(text: string): QueryTurn[] {
   while (last > 0 && lines[last]!.trim() === '') last--
   return lines.map((line, i) => {
     const label = labels[i]
-    return { text: label ? line.slice(label[0].length) : line, weight: i === last ? LAST_TURN_WEIGHT : 1 }
+    const turn: QueryTurn = { text: label ? line.slice(label[0].length) : line, weight: i === last ? LAST_TURN_WEIGHT : 1 }
+    if (label) turn.speaker = label[1]!
+    return turn
   })
 }
 

@@ -34,6 +34,11 @@ export interface RecallOptions {
    * note (the CLI's `--all`, benchmarks).
    */
   scopes?: readonly string[]
+  /**
+   * The earlier messages of the live conversation, oldest first (the session's user and assistant
+   * messages before the one being answered): read as context turns (`conversation.ts`).
+   */
+  earlier?: readonly string[]
 }
 
 /** Why the hybrid recall fell back to the lexical result. */

@@ -25,6 +25,9 @@ export function checkRecallCall(query: unknown, options: RecallCallOptions): voi
   if (options.scenes !== undefined && (!Array.isArray(options.scenes) || options.scenes.some((k) => typeof k !== 'string'))) {
     throw new StableMemError('invalid_input', 'scenes must be an array of scene keys')
   }
+  if (options.earlier !== undefined && (!Array.isArray(options.earlier) || options.earlier.some((m) => typeof m !== 'string'))) {
+    throw new StableMemError('invalid_input', 'earlier must be an array of message texts')
+  }
 }
 
 /** Refuses ids that are not an array of strings (`recordAccess`), naming the first bad one. */

@@ -32,6 +32,8 @@ export interface RecallSteps {
   sceneKeys: readonly string[]
   inject: boolean
   team: boolean
+  /** The live conversation's earlier messages, oldest first (`lib/recall/conversation.ts`). */
+  earlier?: readonly string[]
 }
 
 /** The gated hits, keeping the `degraded` mark of the list they were taken from. */
@@ -48,7 +50,7 @@ export async function recallMerged(parts: RecallParts, query: string, steps: Rec
   // Sent first, answered within its budget on the team's thread while the local recall runs (`lib/team/layer.ts`).
   const team = steps.team ? parts.team?.recall(query, clampTopK(topK), localIds) : undefined
   const local = recallBlocksHybrid(store, parts.embedder, query, {
-    topK, recordAccess: false, scopes,
+    topK, recordAccess: false, scopes, earlier: steps.earlier,
     budgetMs: config.embed.recallBudgetMs, minCosine: config.embed.minCosine,
   })
   local.then((found) => localDone(found.map((h) => h.id)), () => localDone([]))

@@ -96,4 +96,9 @@ export interface RecallCallOptions {
    * exact pins, always through the gate, within `topK` and the scope (docs/scenes.md).
    */
   scenes?: readonly string[]
+  /**
+   * The earlier messages of the live conversation, oldest first: read with the query when it does
+   * not clearly match the store alone (`lib/recall/conversation.ts`).
+   */
+  earlier?: readonly string[]
 }

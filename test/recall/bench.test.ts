@@ -187,17 +187,19 @@ t.test('with no --data every set runs in each mode it has, ranked and gated, aga
   t.same(sets.map((s) => s.name), ['one-scope', 'two-scopes'], 'folders holding both files, by name')
   const gate = { minRelevance: 0.3, falloff: 0.33, minScore: 0, topK: 5 }
   const rows = await runAllSets(sets, { gate })
-  t.same(rows.map((r) => `${r.dataset} ${r.mode}`), ['one-scope scoped', 'two-scopes scoped', 'two-scopes global'], 'global too where a set has several scopes')
+  t.same(rows.map((r) => `${r.dataset} ${r.mode}`), ['one-scope scoped', 'one-scope live', 'two-scopes scoped', 'two-scopes global', 'two-scopes live'],
+    'global too where a set has several scopes; live (the queries as a live conversation\'s last message) for every set')
   t.match(rows[0], { queries: 1, ranked: { 'recall@5': 1, 'recall@10': 1 }, gated: { 'recall@5': 1, 'recall@10': 1 }, cross_set_false_injections: 0, cross_scope_false_injections: null })
-  t.same(rows[1]!.suite.negatives.map((n) => n.against), ['cross-set against one-scope', 'cross-scope'])
-  t.match(rows[1], { ranked: { 'recall@5': 0.8333 }, gated: { 'recall@5': 0.8333 }, cross_scope_false_injections: 0 },
+  t.same(rows[2]!.suite.negatives.map((n) => n.against), ['cross-set against one-scope', 'cross-scope'])
+  t.match(rows[2], { ranked: { 'recall@5': 0.8333 }, gated: { 'recall@5': 0.8333 }, cross_scope_false_injections: 0 },
     'the same figures as the single-set precision run of the test above')
+  t.match(rows[4], { mode: 'live', queries: 3 }, 'the live row asks every query')
   t.match(allSetsTable(rows, 't'), /two-scopes\s+global\s+3\s+0\.833/)
   const cli = spawnSync(process.execPath, [BENCH, '--eval', root, '--json'], { encoding: 'utf8' })
   t.equal(cli.status, 0, cli.stderr)
   const out = JSON.parse(cli.stdout.trim()) as { rows: Array<{ dataset: string }> }
   t.equal(cli.stdout.trim().split('\n').length, 1, 'stdout is the JSON line alone')
-  t.same(out.rows.map((r) => r.dataset), ['one-scope', 'two-scopes', 'two-scopes'])
+  t.same(out.rows.map((r) => r.dataset), ['one-scope', 'one-scope', 'two-scopes', 'two-scopes', 'two-scopes'])
   t.match(cli.stderr, /gated R@5/, 'the table goes to stderr')
   const help = spawnSync(process.execPath, [BENCH, '--help'], { encoding: 'utf8' })
   t.equal(help.status, 0)

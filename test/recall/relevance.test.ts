@@ -145,7 +145,7 @@ t.test('the turn\'s evidence: several notes that each share a little open it; on
   t.same(gateHits(tail, { ...options, topK: 7 }), [], `only the best ${EVIDENCE_NOTES} count (5 × 0.055 < 0.3), whatever topK is`)
   t.equal(DEFAULT_MIN_RELEVANCE, 0.5)
 
-  const bestOnly = mutant({ file: 'recall/gate.ts', from: 'const open = evidence >= options.minRelevance', to: 'const open = best >= options.minRelevance' })
+  const bestOnly = mutant({ file: 'recall/gate.ts', from: 'const open = evidenceOf(hits, options.minScore) >= options.minRelevance', to: 'const open = best >= options.minRelevance' })
   t.teardown(() => bestOnly.remove())
   const m = await bestOnly.load<typeof import('../../lib/recall/gate.ts')>('recall/gate.ts')
   t.same(m.gateHits(evoked, options), [], 'the mutant that opens on the best note alone drops the evoked memories')
