@@ -16,10 +16,12 @@ import { parseArgs } from 'node:util'
 import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, gateHits } from '../lib/recall/gate.ts'
 import { recallBlocks } from '../lib/recall/recall.ts'
 import { BlockStore } from '../lib/store/store.ts'
-import { jsonWanted, progressLog, wholeFlag } from './args.ts'
+import { exitOnHelp, jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { QUERY_KINDS, corpus } from './corpus.ts'
 import { nowMs, round, summary } from './stats.ts'
 
+const USAGE = 'npm run bench:follow-up -- [--blocks N] [--queries Q] [--earlier E] [--store FILE] [--seed S] [--json]\n\nThe cost of reading a live conversation: a vague follow-up recalled with its E earlier messages against the same question alone, at N notes (docs/recall.md, "The live conversation").'
+exitOnHelp(USAGE)
 const { values: args } = parseArgs({
   options: {
     blocks: { type: 'string', default: '100000' },

@@ -205,7 +205,7 @@ function dropIndex(h: Harness): void {
 
 /** Closes the service's store under it. */
 function closeStore(h: Harness): void {
-  (h.ctx.stablemem as unknown as { store: { close(): void } }).store.close()
+  (h.ctx.stablemem as unknown as { guard: { store: { close(): void } } }).guard.store.close()
 }
 
 for (const [label, breakStore, logged] of [['throwing (index dropped)', dropIndex, /no such (fts5 )?table/]] as const) {
