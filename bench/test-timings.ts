@@ -90,7 +90,8 @@ if (args.run) {
   mkdirSync('.cache', { recursive: true })
   loadBefore = loadavg()
   const started = performance.now()
-  const tap = spawnSync('tap', ['--reporter=tap', ...positionals], { encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'inherit'] })
+  const env = { ...process.env, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? join('.cache', 'node-compile') } // as `npm test`
+  const tap = spawnSync('tap', ['--reporter=tap', ...positionals], { encoding: 'utf8', env, maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'inherit'] })
   wall_s = (performance.now() - started) / 1000
   writeFileSync(join('.cache', 'test-timings.tap'), tap.stdout)
   if (tap.error !== undefined) throw tap.error
