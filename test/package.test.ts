@@ -9,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { ensureBuilt } from './helpers/build.ts'
 import { tempDir } from './helpers/temp.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -79,7 +80,7 @@ await ctx.fiber.dispose()
 `
 
 t.test('npm pack → install into a fresh folder → import by name → a real turn', async (t) => {
-  npm(['run', 'build'], root)
+  ensureBuilt()
   const out = tempDir('stablemem-pack')
   const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', out], root)) as Array<{ filename: string, files: Array<{ path: string }> }>
   const files = packed[0]!.files.map((f) => f.path)
