@@ -62,73 +62,83 @@ function fromProcessInfo(dir: string): { files: FileTime[], span_s: number } {
   }
 }
 
-const { values: args, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    run: { type: 'boolean', default: false },
-    tap: { type: 'string' },
-    top: { type: 'string', default: '20' },
-    limit: { type: 'string' },
-    json: { type: 'boolean' },
-    help: { type: 'boolean', short: 'h', default: false },
-  },
-})
-if (args.help) {
-  console.log(USAGE)
-  process.exit(0)
-}
-const top = wholeFlag('top', args.top, 0)
-const limit = args.limit === undefined ? undefined : wholeFlag('limit', args.limit)
-const json = jsonWanted(args.json)
-if (positionals.length > 0 && !args.run) throw new Error(`test files (${positionals.join(' ')}) are only taken with --run`)
-if (args.run && args.tap !== undefined) throw new Error('--run and --tap: choose one')
+/** Reads the flags, collects the times, prints them; returns the exit code. */
+function main(): number {
+  const { values: args, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      run: { type: 'boolean', default: false },
+      tap: { type: 'string' },
+      top: { type: 'string', default: '20' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  })
+  if (args.help) {
+    console.log(USAGE)
+    return 0
+  }
+  const top = wholeFlag('top', args.top, 0)
+  const limit = args.limit === undefined ? undefined : wholeFlag('limit', args.limit)
+  const json = jsonWanted(args.json)
+  if (positionals.length > 0 && !args.run) throw new Error(`test files (${positionals.join(' ')}) are only taken with --run`)
+  if (args.run && args.tap !== undefined) throw new Error('--run and --tap: choose one')
 
-let wall_s: number | undefined
-let loadBefore: number[] | undefined
-if (args.run) {
-  // tap's TAP stream is kept in .cache/ beside the process records, for a later `--tap`.
-  mkdirSync('.cache', { recursive: true })
-  loadBefore = loadavg()
-  const started = performance.now()
-  const env = { ...process.env, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? join('.cache', 'node-compile') } // as `npm test`
-  const tap = spawnSync('tap', ['--reporter=tap', ...positionals], { encoding: 'utf8', env, maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'inherit'] })
-  wall_s = (performance.now() - started) / 1000
-  writeFileSync(join('.cache', 'test-timings.tap'), tap.stdout)
-  if (tap.error !== undefined) throw tap.error
+  let wall_s: number | undefined
+  let loadBefore: number[] | undefined
+  if (args.run) {
+    // tap's TAP stream is kept in .cache/ beside the process records, for a later `--tap`.
+    mkdirSync('.cache', { recursive: true })
+    loadBefore = loadavg()
+    const started = performance.now()
+    const env = { ...process.env, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? join('.cache', 'node-compile') } // as `npm test`
+    const tap = spawnSync('tap', ['--reporter=tap', ...positionals], { encoding: 'utf8', env, maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'inherit'] })
+    wall_s = (performance.now() - started) / 1000
+    writeFileSync(join('.cache', 'test-timings.tap'), tap.stdout)
+    if (tap.error !== undefined) throw tap.error
+  }
+  let files: FileTime[]
+  let span_s: number | undefined
+  if (args.tap !== undefined) {
+    files = fromTap(readFileSync(args.tap, 'utf8'))
+    if (files.length === 0) throw new Error(`--tap: no "ok N - file # time=…ms" lines in ${args.tap}`)
+  } else {
+    const dir = join('.tap', 'processinfo')
+    if (!existsSync(dir)) throw new Error('no .tap/processinfo/ here: run `npm test` first, or pass --run or --tap FILE')
+    ;({ files, span_s } = fromProcessInfo(dir))
+  }
+  files.sort((a, b) => b.seconds - a.seconds)
+  const round = (x: number) => Math.round(x * 10) / 10
+  const over = limit === undefined ? [] : files.filter((f) => f.seconds > limit)
+  const shown = top === 0 ? files : files.slice(0, top)
+  const report = {
+    source: args.tap ?? '.tap/processinfo',
+    files: files.length,
+    sum_s: round(files.reduce((s, f) => s + f.seconds, 0)),
+    ...(span_s === undefined ? {} : { span_s: round(span_s) }),
+    ...(wall_s === undefined ? {} : { wall_s: round(wall_s), load_before: loadBefore!.map(round) }),
+    load: loadavg().map(round),
+    failed: files.filter((f) => !f.ok).map((f) => f.file),
+    ...(limit === undefined ? {} : { limit_s: limit, over_limit: over.map((f) => f.file) }),
+    slowest: shown.map((f) => ({ file: f.file, s: round(f.seconds), ...(f.ok ? {} : { ok: false }) })),
+  }
+  if (json) console.log(JSON.stringify(report))
+  else {
+    const width = Math.max(...shown.map((f) => f.file.length), 4)
+    console.log(`${'file'.padEnd(width)}  seconds`)
+    for (const f of shown) console.log(`${f.file.padEnd(width)}  ${round(f.seconds).toFixed(1).padStart(7)}${f.ok ? '' : '  FAILED'}`)
+    console.log(`${files.length} files, ${report.sum_s} s summed` +
+      (span_s === undefined ? '' : `, ${report.span_s} s from the first start to the last end`) +
+      (wall_s === undefined ? '' : `, ${report.wall_s} s wall`) + `; load average ${report.load.join(' ')}`)
+    if (over.length > 0) console.log(`above ${limit} s: ${over.map((f) => f.file).join(', ')}`)
+  }
+  return over.length > 0 || (args.run && files.some((f) => !f.ok)) ? 1 : 0
 }
-let files: FileTime[]
-let span_s: number | undefined
-if (args.tap !== undefined) {
-  files = fromTap(readFileSync(args.tap, 'utf8'))
-  if (files.length === 0) throw new Error(`--tap: no "ok N - file # time=…ms" lines in ${args.tap}`)
-} else {
-  const dir = join('.tap', 'processinfo')
-  if (!existsSync(dir)) throw new Error('no .tap/processinfo/ here: run `npm test` first, or pass --run or --tap FILE')
-  ;({ files, span_s } = fromProcessInfo(dir))
+
+try {
+  process.exitCode = main()
+} catch (error) {
+  console.error(`test:timings: ${error instanceof Error ? error.message : String(error)} (--help for usage)`)
+  process.exitCode = 2
 }
-files.sort((a, b) => b.seconds - a.seconds)
-const round = (x: number) => Math.round(x * 10) / 10
-const over = limit === undefined ? [] : files.filter((f) => f.seconds > limit)
-const shown = top === 0 ? files : files.slice(0, top)
-const report = {
-  source: args.tap ?? '.tap/processinfo',
-  files: files.length,
-  sum_s: round(files.reduce((s, f) => s + f.seconds, 0)),
-  ...(span_s === undefined ? {} : { span_s: round(span_s) }),
-  ...(wall_s === undefined ? {} : { wall_s: round(wall_s), load_before: loadBefore!.map(round) }),
-  load: loadavg().map(round),
-  failed: files.filter((f) => !f.ok).map((f) => f.file),
-  ...(limit === undefined ? {} : { limit_s: limit, over_limit: over.map((f) => f.file) }),
-  slowest: shown.map((f) => ({ file: f.file, s: round(f.seconds), ...(f.ok ? {} : { ok: false }) })),
-}
-if (json) console.log(JSON.stringify(report))
-else {
-  const width = Math.max(...shown.map((f) => f.file.length), 4)
-  console.log(`${'file'.padEnd(width)}  seconds`)
-  for (const f of shown) console.log(`${f.file.padEnd(width)}  ${round(f.seconds).toFixed(1).padStart(7)}${f.ok ? '' : '  FAILED'}`)
-  console.log(`${files.length} files, ${report.sum_s} s summed` +
-    (span_s === undefined ? '' : `, ${report.span_s} s from the first start to the last end`) +
-    (wall_s === undefined ? '' : `, ${report.wall_s} s wall`) + `; load average ${report.load.join(' ')}`)
-  if (over.length > 0) console.log(`above ${limit} s: ${over.map((f) => f.file).join(', ')}`)
-}
-if (over.length > 0 || (args.run && files.some((f) => !f.ok))) process.exitCode = 1
