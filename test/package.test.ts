@@ -1,5 +1,5 @@
 /**
- * The package as a user gets it: build, `npm pack`, install the tarball into a fresh folder
+ * The package as a user gets it: build (when `dist/` is stale), `npm pack`, install the tarball into a fresh folder
  * outside this project together with the pinned dsh peers (from the npm cache this project's own
  * install filled, fetching only the registry metadata it lacks), then import it by name and run a real agent-loop turn with it:
  * the tool saves a note, a second session recalls it. Also checks the `.d.ts` files are shipped.
