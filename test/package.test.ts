@@ -1,8 +1,9 @@
 /**
- * The package as a user gets it: build (when `dist/` is stale), `npm pack`, install the tarball into a fresh folder
- * outside this project together with the pinned dsh peers (from the npm cache this project's own
- * install filled, fetching only the registry metadata it lacks), then import it by name and run a real agent-loop turn with it:
- * the tool saves a note, a second session recalls it. Also checks the `.d.ts` files are shipped.
+ * The package as a user gets it: build (when `dist/` is stale), `npm pack`, install the tarball
+ * into a fresh folder outside this project together with the pinned dsh peers (from the npm cache
+ * this project's own install filled, fetching only the registry metadata it lacks), then import it
+ * by name and run a real agent-loop turn with it: the tool saves a note, a second session recalls
+ * it. Also checks the `.d.ts` files are shipped.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
