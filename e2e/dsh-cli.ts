@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { MARKER_FILE, installDsh } from '../lib/cli/dsh-installer.ts'
+import { ensureBuilt } from '../test/helpers/build.ts'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -30,9 +31,9 @@ export function ensureDsh(log: (line: string) => void): string {
   return result.bin
 }
 
-/** Builds and packs this package; returns the tarball path in `dir`. */
+/** Builds this package if `dist/` is stale and packs it; returns the tarball path in `dir`. */
 export function packThisPackage(dir: string): string {
-  execFileSync('npm', ['run', 'build'], { cwd: PACKAGE_ROOT, stdio: ['ignore', 'ignore', 'inherit'] })
+  ensureBuilt()
   const out = execFileSync('npm', ['pack', '--pack-destination', dir, '--loglevel=error'], { cwd: PACKAGE_ROOT, encoding: 'utf8' })
   return join(dir, out.trim().split('\n').at(-1)!)
 }

@@ -1,9 +1,10 @@
-import { execFileSync, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { ensureBuilt } from './helpers/build.ts'
 import { CLI_DIST, runCli } from './helpers/cli.ts'
 import { tempDir } from './helpers/temp.ts'
 
@@ -21,7 +22,7 @@ function oldNode(): string | undefined {
 }
 
 t.test('the built command (dist) runs with its shebang and package bin entry', async (t) => {
-  execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'ignore' })
+  ensureBuilt()
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bin: Record<string, string> }
   t.equal(pkg.bin.stablemem, 'dist/cli/main.js')
   t.match(readFileSync(CLI_DIST, 'utf8'), /^#!\/usr\/bin\/env node\n/)

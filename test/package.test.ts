@@ -1,14 +1,16 @@
 /**
- * The package as a user gets it: build, `npm pack`, install the tarball into a fresh folder
- * outside this project together with the pinned dsh peers (from the npm cache this project's own
- * install filled, fetching only the registry metadata it lacks), then import it by name and run a real agent-loop turn with it:
- * the tool saves a note, a second session recalls it. Also checks the `.d.ts` files are shipped.
+ * The package as a user gets it: build (when `dist/` is stale), `npm pack`, install the tarball
+ * into a fresh folder outside this project together with the pinned dsh peers (from the npm cache
+ * this project's own install filled, fetching only the registry metadata it lacks), then import it
+ * by name and run a real agent-loop turn with it: the tool saves a note, a second session recalls
+ * it. Also checks the `.d.ts` files are shipped.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { ensureBuilt } from './helpers/build.ts'
 import { tempDir } from './helpers/temp.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -79,7 +81,7 @@ await ctx.fiber.dispose()
 `
 
 t.test('npm pack → install into a fresh folder → import by name → a real turn', async (t) => {
-  npm(['run', 'build'], root)
+  ensureBuilt()
   const out = tempDir('stablemem-pack')
   const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', out], root)) as Array<{ filename: string, files: Array<{ path: string }> }>
   const files = packed[0]!.files.map((f) => f.path)

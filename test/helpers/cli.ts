@@ -12,6 +12,12 @@ import { tempDir } from './temp.ts'
 export const CLI_SOURCE = fileURLToPath(new URL('../../lib/cli/main.ts', import.meta.url))
 /** The built entry point (after `npm run build`). */
 export const CLI_DIST = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url))
+/**
+ * Node's compile cache for the commands the tests start (`NODE_COMPILE_CACHE`, ignored `.cache/`):
+ * a start then reuses the compiled, type-stripped modules of the runs before it (about 0.6 s → 0.2
+ * s a start on the 2-core CI machine); what the command does is unchanged.
+ */
+export const COMPILE_CACHE = process.env.NODE_COMPILE_CACHE ?? fileURLToPath(new URL('../../.cache/node-compile', import.meta.url))
 
 /** The outcome of one command run. */
 export interface CliRun {
@@ -20,11 +26,11 @@ export interface CliRun {
   stderr: string
 }
 
-/** Runs `stablemem <args>`; `env` is added to a minimal environment with a private DSH_HOME unless given. */
+/** Runs `stablemem <args>`; `env` is added to a minimal environment (PATH, HOME, the compile cache). */
 export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv, entry?: string, node?: string, cwd?: string } = {}): Promise<CliRun> {
   return new Promise((resolve) => {
     execFile(options.node ?? process.execPath, [options.entry ?? CLI_SOURCE, ...args], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...options.env },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_COMPILE_CACHE: COMPILE_CACHE, ...options.env },
       cwd: options.cwd,
       maxBuffer: 64 << 20,
     }, (error, stdout, stderr) => {
