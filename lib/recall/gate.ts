@@ -14,6 +14,10 @@ import type { Hit } from './types.ts'
  * message that clearly matches the store is usually relevant even when it shares little of the
  * message's wording (a memory evoked by a chat, an answer in other words): gating each note on
  * its own threshold lost up to .14 of R@5 on the dev sets (docs/benchmarks.md, "Precision").
+ * A note a conversation neighbour lifted (`Hit.beside`) passes the falloff of an open turn: it is
+ * ranked for where it was saved (the reply beside a matching question), so its own relevance is
+ * near 0 by design; its relevance still adds to the evidence only as its own (docs/recall.md,
+ * "Lifted notes and the falloff").
  * Used by the per-turn injection, by `recall(q, { purpose: 'inject' })` and by
  * `stablemem recall --inject`, so all three show the same notes. A deliberate search (the ranked
  * list) is not gated.
@@ -69,7 +73,8 @@ export const DEFAULT_FALLOFF = 0.1
  * The hits to inject, in their ranked order: exact-symbol pins and attached notes always; the
  * others only when the turn's evidence (the relevances of the best `EVIDENCE_NOTES` of them,
  * summed) reaches `minRelevance`, and then those whose score reaches
- * `minScore` and whose relevance reaches the `falloff` share of the best; at most `topK`. An empty
+ * `minScore` and whose relevance reaches the `falloff` share of the best or that a conversation
+ * neighbour lifted (`Hit.beside`); at most `topK`. An empty
  * result means inject nothing.
  */
 export function gateHits<T extends Hit>(hits: readonly T[], options: GateOptions): T[] {
@@ -85,7 +90,7 @@ export function gateHits<T extends Hit>(hits: readonly T[], options: GateOptions
   }
   const open = evidenceOf(hits, options.minScore) >= options.minRelevance || cosine >= OPEN_COSINE
   const floor = best * options.falloff
-  return hits.filter((h) => always(h) || (open && h.score >= options.minScore && h.relevance >= floor)).slice(0, Math.max(0, options.topK))
+  return hits.filter((h) => always(h) || (open && h.score >= options.minScore && (h.relevance >= floor || h.beside !== undefined))).slice(0, Math.max(0, options.topK))
 }
 
 /**

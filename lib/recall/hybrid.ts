@@ -120,6 +120,8 @@ interface Candidate {
   vecRank: number
   relevance: number
   why: string
+  /** The conversation neighbour that lifted the lexical hit (`Hit.beside`). */
+  beside?: string
 }
 
 function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorHit[], lexCosine: Map<string, number>, options: HybridOptions): Hit[] {
@@ -131,7 +133,7 @@ function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorH
   lexHits.forEach((h, rank) => {
     byId.set(h.id, {
       id: h.id, text: h.text, exact: h.exact, pinned: h.exact ? h.score : 0, lexical: h.exact ? 1 : h.score, lexRank: rank + 1,
-      vector: Math.max(0, lexCosine.get(h.id) ?? 0), vecRank: 0, relevance: h.relevance, why: h.why,
+      vector: Math.max(0, lexCosine.get(h.id) ?? 0), vecRank: 0, relevance: h.relevance, why: h.why, beside: h.beside,
     })
   })
   vecHits.forEach((v, rank) => {
@@ -156,6 +158,7 @@ function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorH
     // With vectors, relevance is absolute on both sides: the lexical share or the cosine, whichever is larger.
     const hit: Hit = { id: c.id, text: c.text, score, exact: c.exact, relevance: Math.max(c.relevance, c.vector), why }
     if (c.vector > 0) hit.cosine = c.vector
+    if (c.beside !== undefined) hit.beside = c.beside
     return hit
   })
   scored.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))

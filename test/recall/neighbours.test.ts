@@ -1,6 +1,7 @@
 import t from 'tap'
 import { areNeighbours, liftNeighbours, NEIGHBOUR_GAP_MS, NEIGHBOUR_LIFT, neighbourRowids, type NeighbourScored } from '../../lib/recall/neighbours.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
+import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, evidenceOf, gateHits, type GateOptions } from '../../lib/recall/gate.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { computeGolden, GOLDEN_NOTES, readGolden } from './golden-recall.ts'
 import { mutant } from '../helpers/mutant.ts'
@@ -8,8 +9,8 @@ import { mutant } from '../helpers/mutant.ts'
 /**
  * Conversation neighbours (`lib/recall/neighbours.ts`): the answer saved beside a matching
  * question is recalled though it shares no word with the query; a note of another scene, of the
- * same scene on another day, or of another workspace is not; nothing is ever lowered. Each with
- * a mutation check.
+ * same scene on another day, or of another workspace is not; nothing is ever lowered; the gate
+ * injects a lifted reply with the hit that lifted it. Each with a mutation check.
  */
 
 type Recall = typeof recallBlocks
@@ -52,6 +53,31 @@ t.test('the answer saved beside a matching question is recalled, though it share
   t.match(full.find((h) => h.text === ANSWER)?.why, `lexical 0.000; beside ${full[0]!.id}`, 'its why names the note it was saved beside')
   // Mutation: without neighbours the reply is no candidate at all.
   t.notOk(texts(recallBlocks, store, QUERY, { neighbours: false }).includes(ANSWER))
+})
+
+t.test('the gate: a lifted reply passes the falloff of an open turn; its relevance adds nothing to the evidence', async (t) => {
+  const store = storeWith(CHAT)
+  t.teardown(() => store.close())
+  const gate: GateOptions = { minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, minScore: 0, topK: 5 }
+  const hits = recallBlocks(store, QUERY, { topK: 5 })
+  const answer = hits.find((h) => h.text === ANSWER)!
+  t.equal(answer.beside, hits[0]!.id, 'the hit carries the neighbour that lifted it')
+  t.ok(answer.relevance < DEFAULT_FALLOFF * hits[0]!.relevance, 'its own relevance is below the falloff')
+  t.ok(gateHits(hits, gate).some((h) => h.text === ANSWER), 'the turn is open: the reply is injected with its question')
+  t.equal(evidenceOf(hits), evidenceOf(hits.map(({ beside: _, ...h }) => h)), 'the evidence is the same with or without the lift mark')
+  t.same(gateHits(hits.map((h) => ({ ...h, relevance: 0.01, beside: 'x' })), gate), [], 'a closed turn stays closed, lifted notes included')
+  // Mutations: the gate reading relevance alone, and recall not marking the lift, drop the reply again.
+  const m = mutant({ file: 'recall/gate.ts', from: ' || h.beside !== undefined', to: '' })
+  t.teardown(() => m.remove())
+  const mutated = await m.load<typeof import('../../lib/recall/gate.ts')>('recall/gate.ts')
+  t.notOk(mutated.gateHits(hits, gate).some((h) => h.text === ANSWER), 'the mutant gate drops the reply')
+  const unmarked = mutant({ file: 'recall/recall.ts', from: 'if (c.beside !== undefined) hit.beside = c.beside', to: '' })
+  t.teardown(() => unmarked.remove())
+  const { recallBlocks: mutatedRecall } = await unmarked.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  const { BlockStore: MutatedStore } = await unmarked.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
+  const store2 = storeWith(CHAT, MutatedStore)
+  t.teardown(() => store2.close())
+  t.notOk(gateHits(mutatedRecall(store2, QUERY, { topK: 5 }), gate).some((h) => h.text === ANSWER), 'unmarked, the reply falls off')
 })
 
 t.test('a neighbour is lifted toward a better one, never above it, and nothing is lowered', async (t) => {
@@ -168,6 +194,9 @@ t.test('golden fixture: every hit that changed is a conversation neighbour of a 
   for (const g of golden) {
     for (const hit of g.hits) {
       const beside = /; beside (\S+)$/.exec(hit.why)?.[1]
+      // The fixture was regenerated once more when hits began to carry the lift (`Hit.beside`,
+      // which the gate reads): the only change is that field, on exactly the hits whose why names it.
+      t.equal(hit.beside, beside, `${g.query}: «${hit.text}» carries the neighbour its why names`)
       if (beside === undefined || !ids.has(beside)) continue
       t.ok(areNeighbours(place.get(hit.text)!, place.get(ids.get(beside)!)!), `${g.query}: «${hit.text}» names a neighbour`)
     }
