@@ -15,9 +15,12 @@
  * `NEIGHBOUR_SOURCES` best candidates that no term matched is read too (one statement), because
  * the answer beside a matching question is often not a candidate at all.
  *
+ * Two notes whose save times are both exact midnights carry a date only (`dateOnly`): they are
+ * not neighbours, since nothing says they were saved within the hour.
+ *
  * Measured (docs/recall.md, "Conversation neighbours"): LoCoMo R@5 .628 → .670 scoped, .604 →
  * .643 global, CMRC2018 .957 → .964, on both halves; MADial, whose memories carry only a date,
- * loses one gold note in 2 of 76 chats to another memory of the same day.
+ * lost one gold note in 2 of 76 chats to another memory of the same day until `dateOnly`.
  */
 
 /** How far a note is lifted toward its best neighbour's score (0: off, 1: up to it). */

@@ -183,6 +183,7 @@ function recallTurns(source: RecallSource, query: string, earlier: readonly stri
       why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical, c.beside),
     }
     if (c.beside !== undefined) hit.beside = c.beside
+    if (c.scene !== '') hit.scene = c.scene
     return hit
   })
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))

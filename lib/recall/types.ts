@@ -24,6 +24,11 @@ export interface Hit {
    * relevance says little; the gate lets it pass the falloff of a turn that is open (`gate.ts`).
    */
   beside?: string
+  /**
+   * The scene the note was saved in, when it has one. The gate asks that the notes of one scene
+   * carry a share of the turn's evidence (`gate.ts`, `SCENE_EVIDENCE`).
+   */
+  scene?: string
   /** A short, human-readable account of why this block was recalled. */
   why: string
 }

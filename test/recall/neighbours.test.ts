@@ -227,6 +227,9 @@ t.test('golden fixture: every hit that changed is a conversation neighbour of a 
       // The fixture was regenerated once more when hits began to carry the lift (`Hit.beside`,
       // which the gate reads): the only change is that field, on exactly the hits whose why names it.
       t.equal(hit.beside, beside, `${g.query}: «${hit.text}» carries the neighbour its why names`)
+      // And again when hits began to carry their scene (`Hit.scene`, which the gate's scene
+      // evidence reads): every hit of a note with a scene carries it, the others none.
+      t.equal(hit.scene, place.get(hit.text)!.scene || undefined, `${g.query}: «${hit.text}» carries its scene`)
       if (beside === undefined || !ids.has(beside)) continue
       t.ok(areNeighbours(place.get(hit.text)!, place.get(ids.get(beside)!)!), `${g.query}: «${hit.text}» names a neighbour`)
     }
