@@ -83,7 +83,8 @@ export const DEFAULT_FALLOFF = 0.1
 /**
  * The hits to inject, in their ranked order: exact-symbol pins and attached notes always; the
  * others only when the turn's evidence (the relevances of the best `EVIDENCE_NOTES` of them,
- * summed) reaches `minRelevance`, and then those whose score reaches
+ * summed) reaches `minRelevance` and the notes of one scene among them carry `SCENE_EVIDENCE` of
+ * it (`sceneEvidenceOf`), and then those whose score reaches
  * `minScore` and whose relevance reaches the `falloff` share of the best or that a conversation
  * neighbour lifted (`Hit.beside`); at most `topK`. An empty
  * result means inject nothing.
