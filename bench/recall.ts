@@ -272,7 +272,7 @@ async function main(): Promise<void> {
     if (args.data === '') {
       const root = evalRoot(args.eval, '--eval')
       const gate = { minRelevance: args.minRelevance, falloff: args.falloff, minScore: 0, topK: 5 }
-      const recall: RecallFn | undefined = args.neighbours ? undefined : (store, query, { topK }) => recallBlocks(store, query, { topK, neighbours: false })
+      const recall: RecallFn | undefined = args.neighbours ? undefined : (store, query, { topK, earlier }) => recallBlocks(store, query, { topK, earlier, neighbours: false })
       const rows = await runAllSets(evalSetsIn(root), { gate, half: args.half, recall, progress: (line) => process.stderr.write(`… ${line}\n`) })
       if (rows.length === 0) throw new EvalSetError(`${root}: no eval sets (folders with corpus.jsonl and queries.jsonl)`)
       text(allSetsTable(rows, `all sets in ${root} · half ${args.half ?? 'all'}${args.neighbours ? '' : ' · no neighbours'} · gate ${JSON.stringify(gate)}`))

@@ -8,12 +8,20 @@ import type { Hit } from './types.ts'
  * `minRelevance`, the store holds nothing this message is about and nothing is injected. A chat
  * that evokes a memory usually evokes several, each sharing a little of it; an unrelated store
  * matches one note by accident and little else, so the sum separates them where the best note
- * alone does not (docs/benchmarks.md, "Precision"). With vectors, one note whose cosine reaches
+ * alone does not (docs/benchmarks.md, "Precision"). The notes of one scene must carry
+ * `SCENE_EVIDENCE` of that bar among them: what a store holds about a message sits together (the
+ * paragraphs of one article, the turns of one talk), while a short everyday line matches single
+ * words scattered over unrelated scenes (docs/recall.md, "One scene carries the evidence").
+ * With vectors, one note whose cosine reaches
  * `OPEN_COSINE` opens the turn too. When the turn opens, the notes ranked with it are injected too unless their relevance falls
  * below `falloff` × the best one's (the adaptive count). A note that ranks among the best for a
  * message that clearly matches the store is usually relevant even when it shares little of the
  * message's wording (a memory evoked by a chat, an answer in other words): gating each note on
  * its own threshold lost up to .14 of R@5 on the dev sets (docs/benchmarks.md, "Precision").
+ * A note a conversation neighbour lifted (`Hit.beside`) passes the falloff of an open turn: it is
+ * ranked for where it was saved (the reply beside a matching question), so its own relevance is
+ * near 0 by design; its relevance still adds to the evidence only as its own (docs/recall.md,
+ * "Lifted notes and the falloff").
  * Used by the per-turn injection, by `recall(q, { purpose: 'inject' })` and by
  * `stablemem recall --inject`, so all three show the same notes. A deliberate search (the ranked
  * list) is not gated.
@@ -52,6 +60,13 @@ export const EVIDENCE_NOTES = 5
  */
 export const DEFAULT_MIN_RELEVANCE = 0.5
 /**
+ * Share of `minRelevance` the notes of one scene among the evidence notes must reach together for
+ * the turn to open (notes without a scene count together). .6 costs no row of either half more
+ * than .004 of gated R@5 or R@10; .7, which halves half a's noise further, costs half b .011 of
+ * CMRC2018's live R@10 (docs/recall.md, "One scene carries the evidence").
+ */
+export const SCENE_EVIDENCE = 0.6
+/**
  * A note whose cosine with the message reaches this opens the turn by itself (hybrid recall only):
  * a paraphrase shares no words, so its lexical evidence is near zero, but its cosine is absolute.
  * Twice the vector candidates' floor (`DEFAULT_MIN_COSINE` 0.2); with the USE-lite model, seven
@@ -68,8 +83,10 @@ export const DEFAULT_FALLOFF = 0.1
 /**
  * The hits to inject, in their ranked order: exact-symbol pins and attached notes always; the
  * others only when the turn's evidence (the relevances of the best `EVIDENCE_NOTES` of them,
- * summed) reaches `minRelevance`, and then those whose score reaches
- * `minScore` and whose relevance reaches the `falloff` share of the best; at most `topK`. An empty
+ * summed) reaches `minRelevance` and the notes of one scene among them carry `SCENE_EVIDENCE` of
+ * it (`sceneEvidenceOf`), and then those whose score reaches
+ * `minScore` and whose relevance reaches the `falloff` share of the best or that a conversation
+ * neighbour lifted (`Hit.beside`); at most `topK`. An empty
  * result means inject nothing.
  */
 export function gateHits<T extends Hit>(hits: readonly T[], options: GateOptions): T[] {
@@ -83,9 +100,10 @@ export function gateHits<T extends Hit>(hits: readonly T[], options: GateOptions
     best = Math.max(best, h.relevance)
     cosine = Math.max(cosine, h.cosine ?? 0)
   }
-  const open = evidenceOf(hits, options.minScore) >= options.minRelevance || cosine >= OPEN_COSINE
+  const evidence = evidenceOf(hits, options.minScore) >= options.minRelevance && sceneEvidenceOf(hits, options.minScore) >= SCENE_EVIDENCE * options.minRelevance
+  const open = evidence || cosine >= OPEN_COSINE
   const floor = best * options.falloff
-  return hits.filter((h) => always(h) || (open && h.score >= options.minScore && h.relevance >= floor)).slice(0, Math.max(0, options.topK))
+  return hits.filter((h) => always(h) || (open && h.score >= options.minScore && (h.relevance >= floor || h.beside !== undefined))).slice(0, Math.max(0, options.topK))
 }
 
 /**
@@ -101,4 +119,21 @@ export function evidenceOf(hits: readonly Hit[], minScore = 0): number {
     if (counted++ < EVIDENCE_NOTES) evidence += h.relevance
   }
   return evidence
+}
+
+/**
+ * The part of a turn's evidence one scene carries: among the notes `evidenceOf` sums, the
+ * relevances of those saved in the same scene, summed, for the scene where that sum is largest
+ * (notes without a scene count as one scene: the store says nothing of where they belong).
+ */
+export function sceneEvidenceOf(hits: readonly Hit[], minScore = 0): number {
+  const byScene = new Map<string, number>()
+  let counted = 0
+  for (const h of hits) {
+    if (h.exact || h.score < minScore) continue
+    if (counted++ >= EVIDENCE_NOTES) break
+    const scene = h.scene ?? ''
+    byScene.set(scene, (byScene.get(scene) ?? 0) + h.relevance)
+  }
+  return Math.max(0, ...byScene.values())
 }

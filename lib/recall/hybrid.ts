@@ -120,6 +120,10 @@ interface Candidate {
   vecRank: number
   relevance: number
   why: string
+  /** The conversation neighbour that lifted the lexical hit (`Hit.beside`). */
+  beside?: string
+  /** The note's scene (`Hit.scene`). */
+  scene?: string
 }
 
 function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorHit[], lexCosine: Map<string, number>, options: HybridOptions): Hit[] {
@@ -131,7 +135,7 @@ function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorH
   lexHits.forEach((h, rank) => {
     byId.set(h.id, {
       id: h.id, text: h.text, exact: h.exact, pinned: h.exact ? h.score : 0, lexical: h.exact ? 1 : h.score, lexRank: rank + 1,
-      vector: Math.max(0, lexCosine.get(h.id) ?? 0), vecRank: 0, relevance: h.relevance, why: h.why,
+      vector: Math.max(0, lexCosine.get(h.id) ?? 0), vecRank: 0, relevance: h.relevance, why: h.why, beside: h.beside, scene: h.scene,
     })
   })
   vecHits.forEach((v, rank) => {
@@ -144,7 +148,7 @@ function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorH
     const block = store.get(v.id)
     if (!block || current([[0, block]], store, options.scopes).length === 0) return
     byId.set(v.id, { id: v.id, text: block.text, exact: false, pinned: 0, lexical: 0, lexRank: 0, vector: Math.max(0, v.score), vecRank: rank + 1,
-      relevance: (relevanceOf ??= queryRelevance(store, query))(block.text), why: 'vector only' })
+      relevance: (relevanceOf ??= queryRelevance(store, query))(block.text), why: 'vector only', scene: block.scene === '' ? undefined : block.scene })
   })
   const scored = [...byId.values()].map((c) => {
     let score: number
@@ -156,6 +160,8 @@ function fuse(store: BlockStore, query: string, lexHits: Hit[], vecHits: VectorH
     // With vectors, relevance is absolute on both sides: the lexical share or the cosine, whichever is larger.
     const hit: Hit = { id: c.id, text: c.text, score, exact: c.exact, relevance: Math.max(c.relevance, c.vector), why }
     if (c.vector > 0) hit.cosine = c.vector
+    if (c.beside !== undefined) hit.beside = c.beside
+    if (c.scene !== undefined) hit.scene = c.scene
     return hit
   })
   scored.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))

@@ -15,9 +15,12 @@
  * `NEIGHBOUR_SOURCES` best candidates that no term matched is read too (one statement), because
  * the answer beside a matching question is often not a candidate at all.
  *
+ * Two notes whose save times are both exact midnights carry a date only (`dateOnly`): they are
+ * not neighbours, since nothing says they were saved within the hour.
+ *
  * Measured (docs/recall.md, "Conversation neighbours"): LoCoMo R@5 .628 → .670 scoped, .604 →
  * .643 global, CMRC2018 .957 → .964, on both halves; MADial, whose memories carry only a date,
- * loses one gold note in 2 of 76 chats to another memory of the same day.
+ * lost one gold note in 2 of 76 chats to another memory of the same day until `dateOnly`.
  */
 
 /** How far a note is lifted toward its best neighbour's score (0: off, 1: up to it). */
@@ -41,10 +44,27 @@ export interface NeighbourScored {
   beside?: string
 }
 
-/** Whether two notes are conversation neighbours (a note without a scene has none). */
+/** Milliseconds in a day: a time that is a whole number of them is a midnight (UTC). */
+const DAY_MS = 86_400_000
+
+/**
+ * Whether two save times say nothing about adjacency: both fall exactly on a midnight (UTC), to the
+ * millisecond. That is a date without a time of day (notes imported with a day only: `2023-12-25`
+ * parses to midnight UTC), not two saves within the hour; a note saved live is never exactly at
+ * midnight twice. Two memories of one day would otherwise read as one conversation.
+ */
+function dateOnly(a: number, b: number): boolean {
+  return a % DAY_MS === 0 && b % DAY_MS === 0
+}
+
+/**
+ * Whether two notes are conversation neighbours (a note without a scene has none, nor two notes
+ * whose times carry a date only, `dateOnly`).
+ */
 export function areNeighbours(a: Pick<NeighbourScored, 'rowid' | 'scene' | 'createdAt'>, b: Pick<NeighbourScored, 'rowid' | 'scene' | 'createdAt'>): boolean {
   const apart = Math.abs(a.rowid - b.rowid)
-  return a.scene !== '' && a.scene === b.scene && apart >= 1 && apart <= NEIGHBOUR_SPAN && Math.abs(a.createdAt - b.createdAt) <= NEIGHBOUR_GAP_MS
+  return a.scene !== '' && a.scene === b.scene && apart >= 1 && apart <= NEIGHBOUR_SPAN && Math.abs(a.createdAt - b.createdAt) <= NEIGHBOUR_GAP_MS &&
+    !dateOnly(a.createdAt, b.createdAt)
 }
 
 /**

@@ -14,7 +14,7 @@ import { applySceneContext, SCENE_WEIGHT } from './scene-context.ts'
 import type { RecallSource } from './source.ts'
 import { answeredAlone, conversationTurns } from './conversation.ts'
 import { analyzeTurns, containsWhole, isEmptyAnalysis, symbolVariants, type QueryAnalysis } from './symbols.ts'
-import type { RecallOptions } from './types.ts'
+import type { Hit, RecallOptions } from './types.ts'
 
 /** Missing strings an abstention looks for typo neighbours of (each costs up to 64 cached index lookups). */
 const NEAR_SYMBOLS = 4
@@ -177,10 +177,15 @@ function recallTurns(source: RecallSource, query: string, earlier: readonly stri
   scored.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   const kept = options.arbitration === false ? scored.slice(0, topK) : arbitrate(scored, topK)
   const content = options.relevance === false || kept.length === 0 ? undefined : queryContent(store, full, turns)
-  const hits = kept.map((c) => ({
-    id: c.id, text: c.text, score: c.score, exact: c.exact, relevance: content === undefined ? 1 : relevance(content, c.text, c.id),
-    why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical, c.beside),
-  }))
+  const hits = kept.map((c) => {
+    const hit: Hit = {
+      id: c.id, text: c.text, score: c.score, exact: c.exact, relevance: content === undefined ? 1 : relevance(content, c.text, c.id),
+      why: explain(c.exactMatched, matchedWords(analysis, c.lower), c.lexical, c.beside),
+    }
+    if (c.beside !== undefined) hit.beside = c.beside
+    if (c.scene !== '') hit.scene = c.scene
+    return hit
+  })
   if (options.recordAccess) store.recordAccess(hits.map((h) => h.id))
   return hits
 }

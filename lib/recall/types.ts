@@ -18,6 +18,17 @@ export interface Hit {
    * absolute per note, so the gate lets one clear match by meaning open the turn (`gate.ts`).
    */
   cosine?: number
+  /**
+   * The id of the conversation neighbour that lifted this note toward its score (`neighbours.ts`),
+   * when one did. Such a note is ranked for where it was saved, not for its words, so its own
+   * relevance says little; the gate lets it pass the falloff of a turn that is open (`gate.ts`).
+   */
+  beside?: string
+  /**
+   * The scene the note was saved in, when it has one. The gate asks that the notes of one scene
+   * carry a share of the turn's evidence (`gate.ts`, `SCENE_EVIDENCE`).
+   */
+  scene?: string
   /** A short, human-readable account of why this block was recalled. */
   why: string
 }

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { areNeighbours, liftNeighbours, NEIGHBOUR_GAP_MS, NEIGHBOUR_LIFT, neighbourRowids, type NeighbourScored } from '../../lib/recall/neighbours.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
+import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, evidenceOf, gateHits, type GateOptions } from '../../lib/recall/gate.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { computeGolden, GOLDEN_NOTES, readGolden } from './golden-recall.ts'
 import { mutant } from '../helpers/mutant.ts'
@@ -8,9 +9,13 @@ import { mutant } from '../helpers/mutant.ts'
 /**
  * Conversation neighbours (`lib/recall/neighbours.ts`): the answer saved beside a matching
  * question is recalled though it shares no word with the query; a note of another scene, of the
- * same scene on another day, or of another workspace is not; nothing is ever lowered. Each with
- * a mutation check.
+ * same scene on another day, of another workspace, or of a date without a time of day is not;
+ * nothing is ever lowered; the gate
+ * injects a lifted reply with the hit that lifted it. Each with a mutation check.
  */
+
+/** A save time with a time of day (an exact midnight carries a date only: no neighbours). */
+const SAVED = 1_700_000_000_000
 
 type Recall = typeof recallBlocks
 type StoreCtor = typeof BlockStore
@@ -54,8 +59,33 @@ t.test('the answer saved beside a matching question is recalled, though it share
   t.notOk(texts(recallBlocks, store, QUERY, { neighbours: false }).includes(ANSWER))
 })
 
+t.test('the gate: a lifted reply passes the falloff of an open turn; its relevance adds nothing to the evidence', async (t) => {
+  const store = storeWith(CHAT)
+  t.teardown(() => store.close())
+  const gate: GateOptions = { minRelevance: DEFAULT_MIN_RELEVANCE, falloff: DEFAULT_FALLOFF, minScore: 0, topK: 5 }
+  const hits = recallBlocks(store, QUERY, { topK: 5 })
+  const answer = hits.find((h) => h.text === ANSWER)!
+  t.equal(answer.beside, hits[0]!.id, 'the hit carries the neighbour that lifted it')
+  t.ok(answer.relevance < DEFAULT_FALLOFF * hits[0]!.relevance, 'its own relevance is below the falloff')
+  t.ok(gateHits(hits, gate).some((h) => h.text === ANSWER), 'the turn is open: the reply is injected with its question')
+  t.equal(evidenceOf(hits), evidenceOf(hits.map(({ beside: _, ...h }) => h)), 'the evidence is the same with or without the lift mark')
+  t.same(gateHits(hits.map((h) => ({ ...h, relevance: 0.01, beside: 'x' })), gate), [], 'a closed turn stays closed, lifted notes included')
+  // Mutations: the gate reading relevance alone, and recall not marking the lift, drop the reply again.
+  const m = mutant({ file: 'recall/gate.ts', from: ' || h.beside !== undefined', to: '' })
+  t.teardown(() => m.remove())
+  const mutated = await m.load<typeof import('../../lib/recall/gate.ts')>('recall/gate.ts')
+  t.notOk(mutated.gateHits(hits, gate).some((h) => h.text === ANSWER), 'the mutant gate drops the reply')
+  const unmarked = mutant({ file: 'recall/recall.ts', from: 'if (c.beside !== undefined) hit.beside = c.beside', to: '' })
+  t.teardown(() => unmarked.remove())
+  const { recallBlocks: mutatedRecall } = await unmarked.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  const { BlockStore: MutatedStore } = await unmarked.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
+  const store2 = storeWith(CHAT, MutatedStore)
+  t.teardown(() => store2.close())
+  t.notOk(gateHits(mutatedRecall(store2, QUERY, { topK: 5 }), gate).some((h) => h.text === ANSWER), 'unmarked, the reply falls off')
+})
+
 t.test('a neighbour is lifted toward a better one, never above it, and nothing is lowered', async (t) => {
-  const at = (rowid: number, score: number, scene = 's', exact = false): NeighbourScored => ({ id: `n${rowid}`, rowid, scene, createdAt: 0, exact, score })
+  const at = (rowid: number, score: number, scene = 's', exact = false): NeighbourScored => ({ id: `n${rowid}`, rowid, scene, createdAt: SAVED, exact, score })
   const list = [at(10, 1), at(11, 0.1), at(12, 0.05), at(13, 0.9), at(20, 0.3), at(21, 0.8, 'other'), at(30, 0.2, ''), at(31, 1, '')]
   liftNeighbours(list)
   const score = (rowid: number) => list.find((c) => c.rowid === rowid)!.score
@@ -88,7 +118,7 @@ t.test('a note of the same scene saved hours later is another conversation', asy
   const store = storeWith(later)
   t.teardown(() => store.close())
   t.notOk(texts(recallBlocks, store, QUERY).includes(later[1]!.text), 'not read as a neighbour')
-  t.notOk(areNeighbours({ rowid: 1, scene: 's', createdAt: 0 }, { rowid: 2, scene: 's', createdAt: NEIGHBOUR_GAP_MS + 1 }))
+  t.notOk(areNeighbours({ rowid: 1, scene: 's', createdAt: SAVED }, { rowid: 2, scene: 's', createdAt: SAVED + NEIGHBOUR_GAP_MS + 1 }))
   // Mutation: without the time bound the note of another day rides in.
   const m = mutant({ file: 'recall/neighbours.ts', from: ' && Math.abs(a.createdAt - b.createdAt) <= NEIGHBOUR_GAP_MS', to: '' })
   t.teardown(() => m.remove())
@@ -97,6 +127,32 @@ t.test('a note of the same scene saved hours later is another conversation', asy
   const store2 = storeWith(later, MutatedStore)
   t.teardown(() => store2.close())
   t.ok(texts(mutated, store2, QUERY).includes(later[1]!.text))
+})
+
+t.test('notes that carry a date only (both exactly at midnight) are not neighbours; the same notes saved seconds apart are', async (t) => {
+  const midnight = Date.UTC(2023, 10, 15) - 1_700_000_000_000 // `at` is after storeWith's start
+  const day = (at: number): Note[] => [
+    { text: 'Bart bought a toy robot online and it arrived without its remote.', scene: 'user1', at },
+    { text: 'Bart chose a kite as the birthday present for his friend Jimmy.', scene: 'user1', at },
+  ]
+  const query = 'the toy robot bought online'
+  const dated = storeWith(day(midnight))
+  t.teardown(() => dated.close())
+  t.notOk(texts(recallBlocks, dated, query).includes(day(0)[1]!.text), 'two memories of one day are not one conversation')
+  t.notOk(areNeighbours({ rowid: 1, scene: 's', createdAt: Date.UTC(2023, 11, 25) }, { rowid: 2, scene: 's', createdAt: Date.UTC(2023, 11, 25) }))
+  t.ok(areNeighbours({ rowid: 1, scene: 's', createdAt: Date.UTC(2023, 11, 25) }, { rowid: 2, scene: 's', createdAt: Date.UTC(2023, 11, 25) + 1000 }),
+    'one exact midnight alone is a time like any other')
+  const live = storeWith([{ ...day(0)[0]!, at: 0 }, { ...day(0)[1]!, at: 1000 }])
+  t.teardown(() => live.close())
+  t.ok(texts(recallBlocks, live, query).includes(day(0)[1]!.text), 'saved a second apart, the same notes are neighbours')
+  // Mutation: without the date-only rule the other memory of the day rides in.
+  const m = mutant({ file: 'recall/neighbours.ts', from: ' &&\n    !dateOnly(a.createdAt, b.createdAt)', to: '' })
+  t.teardown(() => m.remove())
+  const { recallBlocks: mutated } = await m.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  const { BlockStore: MutatedStore } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
+  const store2 = storeWith(day(midnight), MutatedStore)
+  t.teardown(() => store2.close())
+  t.ok(texts(mutated, store2, query).includes(day(0)[1]!.text))
 })
 
 t.test('a note saved beside the hit in another scene is not its neighbour', async (t) => {
@@ -136,7 +192,7 @@ t.test('within scopes, a neighbour saved in another workspace is never read', as
 })
 
 t.test('only the best candidates\' unmatched places beside them are read', async (t) => {
-  const c = (rowid: number, score: number, scene = 's'): NeighbourScored => ({ id: `n${rowid}`, rowid, scene, createdAt: 0, exact: false, score })
+  const c = (rowid: number, score: number, scene = 's'): NeighbourScored => ({ id: `n${rowid}`, rowid, scene, createdAt: SAVED, exact: false, score })
   t.same(neighbourRowids([c(5, 1), c(6, 0.5), c(1, 0.1, '')]), [3, 4, 7, 8], 'two places each side, candidates and rowid 0 left out')
   const many = Array.from({ length: 8 }, (_, i) => c(100 * (i + 1), 1 - i / 10))
   t.equal(neighbourRowids(many).length, 5 * 4, 'only the five best are sources')
@@ -168,6 +224,12 @@ t.test('golden fixture: every hit that changed is a conversation neighbour of a 
   for (const g of golden) {
     for (const hit of g.hits) {
       const beside = /; beside (\S+)$/.exec(hit.why)?.[1]
+      // The fixture was regenerated once more when hits began to carry the lift (`Hit.beside`,
+      // which the gate reads): the only change is that field, on exactly the hits whose why names it.
+      t.equal(hit.beside, beside, `${g.query}: «${hit.text}» carries the neighbour its why names`)
+      // And again when hits began to carry their scene (`Hit.scene`, which the gate's scene
+      // evidence reads): every hit of a note with a scene carries it, the others none.
+      t.equal(hit.scene, place.get(hit.text)!.scene || undefined, `${g.query}: «${hit.text}» carries its scene`)
       if (beside === undefined || !ids.has(beside)) continue
       t.ok(areNeighbours(place.get(hit.text)!, place.get(ids.get(beside)!)!), `${g.query}: «${hit.text}» names a neighbour`)
     }
@@ -178,7 +240,7 @@ t.test('a team snapshot numbers its rows as fetched: recall reads no neighbours 
   type Snapshot = typeof import('../../lib/team/snapshot.ts')
   type Terms = typeof import('../../lib/team/terms.ts')
   const rows = (terms: Terms) => [QUESTION, 'The ledger team meets on Mondays.', 'Service owners rotate every quarter.'].map((text, i) => ({
-    seq: i + 1, id: `n${i}`, text, tokens: terms.noteTokens(text), member: 'm', createdAt: 0, scene: 'chat-1', supersededBy: null,
+    seq: i + 1, id: `n${i}`, text, tokens: terms.noteTokens(text), member: 'm', createdAt: SAVED, scene: 'chat-1', supersededBy: null,
   }))
   const snapshotOf = (S: Snapshot, terms: Terms) => {
     const list = rows(terms)

@@ -5,7 +5,7 @@
  * on names the store has never seen, and without the note side, the cases they exist for fail.
  */
 import t from 'tap'
-import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, EVIDENCE_NOTES, OPEN_COSINE, gateHits, type GateOptions } from '../../lib/recall/gate.ts'
+import { DEFAULT_FALLOFF, DEFAULT_MIN_RELEVANCE, EVIDENCE_NOTES, OPEN_COSINE, SCENE_EVIDENCE, gateHits, sceneEvidenceOf, type GateOptions } from '../../lib/recall/gate.ts'
 import { recallBlocks } from '../../lib/recall/recall.ts'
 import { namesIn, queryContent, queryRelevance, relevanceSides } from '../../lib/recall/relevance.ts'
 import { analyzeQuery } from '../../lib/recall/symbols.ts'
@@ -145,7 +145,7 @@ t.test('the turn\'s evidence: several notes that each share a little open it; on
   t.same(gateHits(tail, { ...options, topK: 7 }), [], `only the best ${EVIDENCE_NOTES} count (5 × 0.055 < 0.3), whatever topK is`)
   t.equal(DEFAULT_MIN_RELEVANCE, 0.5)
 
-  const bestOnly = mutant({ file: 'recall/gate.ts', from: 'const open = evidenceOf(hits, options.minScore) >= options.minRelevance', to: 'const open = best >= options.minRelevance' })
+  const bestOnly = mutant({ file: 'recall/gate.ts', from: 'const evidence = evidenceOf(hits, options.minScore) >= options.minRelevance', to: 'const evidence = best >= options.minRelevance' })
   t.teardown(() => bestOnly.remove())
   const m = await bestOnly.load<typeof import('../../lib/recall/gate.ts')>('recall/gate.ts')
   t.same(m.gateHits(evoked, options), [], 'the mutant that opens on the best note alone drops the evoked memories')
@@ -153,6 +153,40 @@ t.test('the turn\'s evidence: several notes that each share a little open it; on
   t.teardown(() => unbounded.remove())
   const u = await unbounded.load<typeof import('../../lib/recall/gate.ts')>('recall/gate.ts')
   t.ok(u.gateHits(tail, { ...options, topK: 7 }).length > 0, 'the mutant that sums every hit opens on a long tail of weak matches')
+})
+
+t.test('one scene carries the evidence: single words scattered over unrelated scenes do not open the turn', async (t) => {
+  // A short everyday line against a store of articles: each of the five best paragraphs, each of
+  // another article, holds one of its words (.13 each, .65 together).
+  const scattered = ['a', 'b', 'c', 'd', 'e'].map((id) => hit(id, 0.13, { scene: `article-${id}` }))
+  t.equal(sceneEvidenceOf(scattered), 0.13)
+  t.same(gateHits(scattered, GATE), [], `no scene carries ${SCENE_EVIDENCE} × ${DEFAULT_MIN_RELEVANCE}: closed`)
+  const together = scattered.map((h, i) => ({ ...h, scene: i < 3 ? 'article-a' : h.scene }))
+  t.same(gateHits(together, GATE).map((h) => h.id), ['a', 'b', 'c', 'd', 'e'], 'three paragraphs of one article carry .39 of it: open, all five injected')
+  t.same(gateHits(scattered.map(({ scene: _, ...h }) => h), GATE).length, 5, 'notes without a scene count together: a store without scenes is gated as before')
+  t.same(gateHits([hit('p', 0, { exact: true, score: 1.001, scene: 'x' }), ...scattered], GATE).map((h) => h.id), ['p'], 'a pin still passes alone')
+  t.same(gateHits(scattered, { ...GATE, minRelevance: 0, falloff: 0 }).length, 5, 'minRelevance 0 turns it off with the gate')
+  // Mutation: without the scene rule the scattered line opens the turn.
+  const m = mutant({ file: 'recall/gate.ts', from: ' && sceneEvidenceOf(hits, options.minScore) >= SCENE_EVIDENCE * options.minRelevance', to: '' })
+  t.teardown(() => m.remove())
+  const mutated = await m.load<typeof import('../../lib/recall/gate.ts')>('recall/gate.ts')
+  t.equal(mutated.gateHits(scattered, GATE).length, 5, 'the mutant injects the five paragraphs')
+})
+
+t.test('recall marks each hit with its scene, which the gate reads', async (t) => {
+  const store = new BlockStore(':memory:')
+  t.teardown(() => store.close())
+  store.commitMany([{ text: '值班室分机号 4324', scene: 'team' }, { text: '值班人 老周，周末轮换' }])
+  const hits = recallBlocks(store, '值班', { topK: 5 })
+  t.same(new Map(hits.map((h) => [h.text, h.scene])), new Map([['值班室分机号 4324', 'team'], ['值班人 老周，周末轮换', undefined]]))
+  const unmarked = mutant({ file: 'recall/recall.ts', from: "if (c.scene !== '') hit.scene = c.scene", to: '' })
+  t.teardown(() => unmarked.remove())
+  const { recallBlocks: mutated } = await unmarked.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  const { BlockStore: MutatedStore } = await unmarked.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
+  const store2 = new MutatedStore(':memory:')
+  t.teardown(() => store2.close())
+  store2.commitMany([{ text: '值班室分机号 4324', scene: 'team' }, { text: '值班人 老周，周末轮换' }])
+  t.equal(mutated(store2, '值班', { topK: 5 }).find((h) => h.text === '值班室分机号 4324')?.scene, undefined, 'the mutant loses the scene')
 })
 
 t.test('with vectors: one note that matches by meaning opens the turn; a middling cosine does not', async (t) => {
