@@ -175,7 +175,7 @@ t.test('the service: scope views, bad input refused with the field named', async
 })
 
 t.test('mutation: a pre-step that recalls without the session\'s scope shows A\'s fact in B', async (t) => {
-  const m = mutant({ file: 'plugin/pre-step.ts', from: ', scope: placeOf(payload.agent) })', to: ', scope: \'all\' })' })
+  const m = mutant({ file: 'plugin/pre-step.ts', from: ', scope: placeOf(payload.agent), earlier })', to: ', scope: \'all\', earlier })' })
   t.teardown(() => m.remove())
   const h = await bootAt({}, { module: await m.load<typeof plugin>('index.ts') })
   await save(h, { cwd: A }, { text: WS_FACT })
