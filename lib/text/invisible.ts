@@ -44,7 +44,7 @@ export function visibleForModel(text: string): string {
 
 /**
  * Every character `HIDDEN` and `SELECTOR_RUN` can match or need: a text without one is left as it
- * is, without the two replaces (nearly every note; test/reliability/invisible.test.ts holds the
+ * is, without the two replaces (nearly every note; test/store/validate-fast.test.ts holds the
  * two equal for every character).
  */
 export const MAY_HIDE = /[\p{Cf}\u034f\u115f\u1160\u3164\uffa0\uFE00-\uFE0F\u{E0100}-\u{E01EF}]/u
