@@ -2,9 +2,10 @@
  * The commit path's fast paths (issue 30) answer what the full checks answer: the credential
  * detector's gates (a shape runs only where its fragment is, hidden characters are removed only
  * where one can be) never skip a credential of any class embedded anywhere in random text, hidden
- * characters included; `isWellFormed` finds every lone surrogate the expression finds; the id of a
- * text already canonical is its content address; the last tag's check, kept, is the check. Each
- * is mutation-checked against a copy of lib/ with the gate broken.
+ * characters included; a note with a letter of the CJK ranges is visible; `isWellFormed` finds
+ * every lone surrogate the expression finds; the id of a text already canonical is its content
+ * address; the last tag's check, kept, is the check. Each is mutation-checked against a copy of
+ * lib/ with the gate broken.
  */
 import fc from 'fast-check'
 import t from 'tap'
@@ -25,6 +26,7 @@ const UNGATED: Edit[] = [
   { file: 'secrets.ts', from: '    if (!(needs.ignoreCase ? labels : tokens)) continue\n', to: '' },
   { file: 'secrets.ts', from: '    if (!has) continue\n', to: '' },
   { file: 'text/invisible.ts', from: '  if (!MAY_HIDE.test(text)) return text\n', to: '' },
+  { file: 'text/invisible.ts', from: '  if (SURELY_VISIBLE.test(text)) return false // nearly every note: no need to rewrite the whole text\n', to: '' },
 ]
 
 /** Text around and inside the credentials: words, CJK, signs, labels, hidden characters. */
@@ -76,15 +78,16 @@ function* everyPoint(): Generator<string> {
 function hiddenDiffers(invisible: Invisible, reference: Invisible): string[] {
   const out: string[] = []
   for (const ch of everyPoint()) {
-    for (const text of [ch, `a${ch}b`, `👍${ch}\ufe0f${ch}`, `\ufe0f${ch}`]) {
+    for (const text of [ch, `a${ch}b`, `👍${ch}\ufe0f${ch}`, `\ufe0f${ch}`, `\u200b${ch}\u3000`]) {
       if (invisible.withoutHidden(text) !== reference.withoutHidden(text)) out.push(JSON.stringify(text))
+      if (invisible.isInvisibleOnly(text) !== reference.isInvisibleOnly(text)) out.push(`${JSON.stringify(text)} (visible)`)
     }
     if (out.length >= 5) break
   }
   return out
 }
 
-t.test('hidden characters: the text is left as it is only where no character could be removed', async (t) => {
+t.test('hidden characters: the text is left as it is only where no character could be removed; a note is visible when its letters are', async (t) => {
   const ungated = mutant(...UNGATED)
   t.teardown(() => ungated.remove())
   t.same(hiddenDiffers(await import('../../lib/text/invisible.ts'), await ungated.load<Invisible>('text/invisible.ts')), [])
@@ -93,6 +96,13 @@ t.test('hidden characters: the text is left as it is only where no character cou
 t.test('mutation check: a gate that misses the format characters is found', async (t) => {
   const ungated = mutant(...UNGATED)
   const broken = mutant({ file: 'text/invisible.ts', from: 'const MAY_HIDE = /[\\p{Cf}', to: 'const MAY_HIDE = /[' })
+  t.teardown(() => { ungated.remove(); broken.remove() })
+  t.ok(hiddenDiffers(await broken.load<Invisible>('text/invisible.ts'), await ungated.load<Invisible>('text/invisible.ts')).length > 0)
+})
+
+t.test('mutation check: a blank character taken for a surely visible one is found', async (t) => {
+  const ungated = mutant(...UNGATED)
+  const broken = mutant({ file: 'text/invisible.ts', from: 'const SURELY_VISIBLE = /[0-9A-Za-z', to: 'const SURELY_VISIBLE = /[0-9A-Za-z\\u2800' })
   t.teardown(() => { ungated.remove(); broken.remove() })
   t.ok(hiddenDiffers(await broken.load<Invisible>('text/invisible.ts'), await ungated.load<Invisible>('text/invisible.ts')).length > 0)
 })
