@@ -24,8 +24,13 @@ export function findSecrets(text: string): SecretMatch[] {
   const [tokens, labels] = TRIGGERS.map((trigger) => trigger.test(text))
   if (!tokens && !labels) return []
   const found: SecretMatch[] = []
+  // Several shapes share one fragment (the password labels): it is looked for once.
+  const present = new Map<RegExp, boolean>()
   for (const { kind, pattern, group, accept, needs } of SHAPES) {
-    if (!(needs.flags.includes('i') ? labels : tokens) || !needs.test(text)) continue
+    if (!(needs.ignoreCase ? labels : tokens)) continue
+    let has = present.get(needs)
+    if (has === undefined) present.set(needs, has = needs.test(text))
+    if (!has) continue
     pattern.lastIndex = 0
     for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
       const whole = match[group]

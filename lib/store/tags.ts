@@ -26,6 +26,23 @@ const UNSAFE = /[\p{Cc}\u202a-\u202e\u2066-\u2069\u{e0000}-\u{e007f}]/u
 export function checkTag(value: unknown, field: string, required: boolean, secrets: SecretsPolicy): { value: string, redacted: string[] } {
   if (typeof value !== 'string') throw new StableMemError('invalid_input', `${field} must be a string`)
   if (value === '' && !required) return { value, redacted: [] } // every commit passes a few unset tags: nothing to check
+  if (last !== undefined && last.input === value && last.required === required && last.secrets === secrets) {
+    return { value: last.value, redacted: [...last.redacted] }
+  }
+  const checked = checkNewTag(value, field, required, secrets)
+  last = { input: value, required, secrets, value: checked.value, redacted: [...checked.redacted] }
+  return checked
+}
+
+/**
+ * The last tag accepted and what it was stored as. The notes of a batch mostly share their tags
+ * (one `source`, one scene), and the check depends on nothing else, so each is checked once; the
+ * field only names a refused tag, and a refused tag is never kept here.
+ */
+let last: { input: string, required: boolean, secrets: SecretsPolicy, value: string, redacted: readonly string[] } | undefined
+
+/** `checkTag` for a tag not checked just before. */
+function checkNewTag(value: string, field: string, required: boolean, secrets: SecretsPolicy): { value: string, redacted: string[] } {
   if (required && value.trim() === '') throw new StableMemError('invalid_input', `${field} is empty`)
   if (value.length > MAX_TAG_CHARS) throw new StableMemError('too_large', `${field} is longer than ${MAX_TAG_CHARS} characters`)
   if (hasLoneSurrogate(value) || value.includes('\0')) throw new StableMemError('invalid_input', `${field} contains NUL or an unpaired surrogate`)

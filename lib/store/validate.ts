@@ -8,7 +8,7 @@ import { StableMemError } from '../errors.ts'
 import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { isInvisibleOnly } from '../text/invisible.ts'
 import { canonicalText, hasLoneSurrogate } from '../text/normalize.ts'
-import { blockId } from './block-id.ts'
+import { blockId, canonicalBlockId } from './block-id.ts'
 import { checkSceneKey } from './scene-key.ts'
 import { checkScopeKey, GLOBAL_SCOPE } from './scope-key.ts'
 import { checkTag } from './tags.ts'
@@ -46,5 +46,6 @@ export function validateInput(input: CommitInput, prefix: string, secrets: Secre
   const [source, scene, semanticType, supersedes] = [tag(input.source ?? '', 'source'), checkSceneKey(tag(input.scene ?? '', 'scene'), `${prefix}scene`, false),
     tag(input.semanticType ?? '', 'semanticType'), tag(input.supersedes ?? '', 'supersedes')]
   const scope = checkScopeKey(input.scope ?? GLOBAL_SCOPE, `${prefix}scope`)
-  return { id: blockId(text), text, redacted, source, scene, semanticType, supersedes, scope }
+  // Masking can leave text that is not canonical (a hidden character removed before a mark): its id is the canonical form's.
+  return { id: text === canonical ? canonicalBlockId(text) : blockId(text), text, redacted, source, scene, semanticType, supersedes, scope }
 }

@@ -43,10 +43,18 @@ export function visibleForModel(text: string): string {
 }
 
 /**
+ * Every character `HIDDEN` and `SELECTOR_RUN` can match or need: a text without one is left as it
+ * is, without the two replaces (nearly every note; test/store/validate-fast.test.ts holds the
+ * two equal for every character).
+ */
+export const MAY_HIDE = /[\p{Cf}\u034f\u115f\u1160\u3164\uffa0\uFE00-\uFE0F\u{E0100}-\u{E01EF}]/u
+
+/**
  * `text` without the hidden characters above (nothing else changes). The credential detector
  * reads this, so a key split by a zero-width space is still found.
  */
 export function withoutHidden(text: string): string {
+  if (!MAY_HIDE.test(text)) return text
   return text.replace(HIDDEN, (_, joiner: string | undefined) => joiner ?? '').replace(SELECTOR_RUN, '')
 }
 
@@ -61,11 +69,14 @@ export const UNSAFE_FOR_DISPLAY = new RegExp(`${CONTROL.source}|[\\n\\v\\f\\r\\u
 /** What a note made of nothing visible consists of: the hidden characters, controls, white space, blank Braille, lone variation selectors. */
 const NOTHING_VISIBLE = new RegExp(`${HIDDEN.source}|[\\p{Cc}\\p{Z}\\s\\u200D\\u2800\\uFE00-\\uFE0F\\u{E0100}-\\u{E01EF}]`, 'gu')
 
-/** An ASCII letter or digit, which is always visible (none is among the characters above). */
-const ASCII_VISIBLE = /[0-9A-Za-z]/
+/**
+ * An ASCII letter or digit, or a character of the CJK ranges (`CJK_CHAR`), which is always
+ * visible: none is among the characters above (test/store/validate-fast.test.ts checks each).
+ */
+const SURELY_VISIBLE = /[0-9A-Za-z\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]/
 
 /** True when nothing in `text` is visible: only white space, controls and the hidden characters above. */
 export function isInvisibleOnly(text: string): boolean {
-  if (ASCII_VISIBLE.test(text)) return false // nearly every note: no need to rewrite the whole text
+  if (SURELY_VISIBLE.test(text)) return false // nearly every note: no need to rewrite the whole text
   return text.replace(NOTHING_VISIBLE, '') === ''
 }

@@ -4,7 +4,7 @@
  */
 
 /** Lone UTF-16 surrogates (an unpaired high or low half). They cannot be encoded as UTF-8. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 /**
  * The canonical form a block's text is stored and hashed in: NFC-normalised and trimmed.
@@ -14,9 +14,13 @@ export function canonicalText(text: string): string {
   return text.normalize('NFC').trim()
 }
 
-/** True when the string holds an unpaired surrogate, which SQLite would store as U+FFFD and lose. */
+/**
+ * True when the string holds an unpaired surrogate, which SQLite would store as U+FFFD and lose.
+ * `isWellFormed` says the same as a test of `LONE_SURROGATE` (test/store/validate-fast.test.ts)
+ * without a regular expression's scan: every note and tag on the commit path is checked.
+ */
 export function hasLoneSurrogate(text: string): boolean {
-  return LONE_SURROGATE.test(text)
+  return !text.isWellFormed()
 }
 
 /**

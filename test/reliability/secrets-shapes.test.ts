@@ -14,74 +14,7 @@ import { BlockStore } from '../../lib/store/store.ts'
 import { HOSTILE_FRAGMENTS, hostileText } from '../../bench/secrets/hostile.ts'
 import { boot, reply, requestTexts, tempStorePath, toolCall } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
-
-/** Deterministic pseudo-random characters from `chars`. */
-function gen(n: number, seed: number, chars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'): string {
-  let out = ''
-  let x = seed
-  for (let i = 0; i < n; i++) { x = (x * 1103515245 + 12345) % 2147483648; out += chars[(x >>> 12) % chars.length] }
-  return out
-}
-const HEX = '0123456789abcdef'
-const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'
-
-/** One class of the docs table: its name there, a note holding a credential, and the secret part. */
-interface Sample { name: string, note: string, secret: string }
-function sample(name: string, secret: string, note: (s: string) => string): Sample {
-  return { name, secret, note: note(secret) }
-}
-
-export const CLASSES: Sample[] = [
-  sample('Hugging Face token', `hf_${gen(34, 1)}`, (s) => `HF_HUB token ${s} for the model hub`),
-  sample('npm token', `npm_${gen(36, 2)}`, (s) => `npm publish 用 ${s}`),
-  sample('PyPI token', `pypi-AgEIcHlwaS5vcmc${gen(60, 3, B64URL)}`, (s) => `twine upload -p ${s}`),
-  sample('GitHub fine-grained token', `github_pat_${gen(22, 4)}_${gen(59, 5)}`, (s) => `deploy bot ${s}`),
-  sample('GitLab token', `glpat-${gen(20, 6, B64URL)}`, (s) => `gitlab CI token is ${s} (expires June)`),
-  sample('Docker Hub token', `dckr_pat_${gen(27, 7, B64URL)}`, (s) => `docker hub PAT ${s}`),
-  sample('Stripe live key', `sk_live_${gen(24, 8)}`, (s) => `Stripe secret ${s}`),
-  sample('Stripe restricted key', `rk_live_${gen(24, 9)}`, (s) => `reporting uses ${s}`),
-  sample('Stripe webhook secret', `whsec_${gen(32, 10)}`, (s) => `webhook signing ${s}`),
-  sample('Slack webhook', `services/T${gen(8, 11, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789')}/B${gen(10, 12, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789')}/${gen(24, 13)}`, (s) => `alerts go to https://hooks.slack.com/${s}`),
-  sample('Slack app token', `xapp-1-A${gen(10, 14, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789')}-${gen(13, 15, '0123456789')}-${gen(64, 16, HEX)}`, (s) => `socket mode ${s}`),
-  sample('Telegram bot token', `${gen(10, 17, '123456789')}:AA${gen(33, 18, B64URL)}`, (s) => `telegram 机器人 ${s}`),
-  sample('Discord bot token', `MT${gen(24, 19)}.${gen(6, 20, B64URL)}.${gen(38, 21, B64URL)}`, (s) => `discord bot login ${s}`),
-  sample('Discord webhook', `${gen(18, 22, '0123456789')}/${gen(68, 23, B64URL)}`, (s) => `https://discord.com/api/webhooks/${s}`),
-  sample('Twilio API key', `SK${gen(32, 24, HEX)}`, (s) => `twilio key sid ${s}`),
-  sample('SendGrid key', `SG.${gen(22, 25, B64URL)}.${gen(43, 26, B64URL)}`, (s) => `mail via ${s}`),
-  sample('Mailgun key', `key-${gen(32, 27, HEX)}`, (s) => `mailgun ${s}`),
-  sample('AWS temporary key id', `ASIA${gen(16, 28, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567')}`, (s) => `sts gave ${s}`),
-  sample('Google OAuth client secret', `GOCSPX-${gen(28, 29, B64URL)}`, (s) => `oauth client ${s}`),
-  sample('Azure storage connection string', `${gen(86, 30)}==`, (s) => `DefaultEndpointsProtocol=https;AccountName=logs;AccountKey=${s};EndpointSuffix=core.windows.net`),
-  sample('Alibaba Cloud AccessKey', `LTAI${gen(20, 31)}`, (s) => `阿里云 AccessKey ${s}`),
-  sample('Tencent Cloud SecretId', `AKID${gen(32, 32)}`, (s) => `腾讯云 SecretId ${s}`),
-  sample('Anthropic key', `sk-ant-api03-${gen(40, 33, B64URL)}-${gen(40, 34, B64URL)}AA`, (s) => `claude key ${s}`),
-  sample('*_TOKEN= assignment', `${gen(12, 35)}9`, (s) => `export SENTRY_AUTH_TOKEN=${s}`),
-  sample('*_SECRET: assignment', `${gen(16, 36)}7`, (s) => `JWT_SECRET: "${s}"`),
-  sample('*_KEY= assignment', `${gen(40, 37, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/')}`, (s) => `AWS_SECRET_ACCESS_KEY = ${s}`),
-  sample('JSON "api_key" field', `${gen(24, 38)}x1`, (s) => `config.json: {"api_key": "${s}", "region": "eu"}`),
-  sample('Authorization: token', `${gen(40, 39, HEX)}`, (s) => `curl -H 'Authorization: token ${s}' https://api.github.com/user`),
-  sample('mysql -p', 'S3cr3tPw!', (s) => `mysql -h 10.0.0.7 -u root -p${s} billing`),
-  sample('--password option', 'Tr0ub4dor', (s) => `pg_dump --host db --password ${s} app`),
-  sample('sshpass -p', 'r00tPass', (s) => `sshpass -p ${s} ssh root@10.3.7.9`),
-  sample('curl -u user:pass', 'hunter2!', (s) => `curl -s -u admin:${s} http://10.0.0.5:9200/_cat/indices`),
-  sample('redis-cli -a', 'Redis#2024', (s) => `redis-cli -h cache -p 6379 -a ${s} ping`),
-  sample('docker login -p', 'Dock3rPw', (s) => `docker login -u ci -p ${s} registry.example.com`),
-  sample('password is … (English prose)', 'swordfish9', (s) => `the wifi password is ${s}, ask before sharing`),
-  sample('password with spaces (quoted)', '"correct horse battery staple"', (s) => `my passphrase is ${s}`),
-  sample('password with spaces (config line)', 'correct horse battery staple', (s) => `[db]\npassword: ${s}\nhost: 10.0.0.5`),
-  sample('密钥 label', 'Ak8sLq2Zp0', (s) => `服务端密钥：${s}，每季度轮换`),
-  sample('秘钥 label', 'xY7pQ2wE9', (s) => `接口秘钥是 ${s}`),
-  sample('令牌 label', 'tk-5566aa77', (s) => `访问令牌为${s}`),
-  sample('口令 label', 'open-sesame-42', (s) => `堡垒机口令 ${s}`),
-  sample('URL password with @', 'p@ss@word1', (s) => `mongodb://app:${s}@10.0.0.9:27017/app`),
-  sample('URL password with / and #', 'a/b#c9d', (s) => `amqp://guest:${s}@mq.internal:5672/`),
-  sample('secret 是 … (English key word, Chinese verb)', 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', (s) => `aws 的 secret 是 ${s} 别外传`),
-  sample('the key is … (English prose)', gen(32, 41, HEX), (s) => `the API key for billing is ${s}.`),
-  sample('token: … / api key = … (prose)', gen(40, 42), (s) => `the token: ${s}`),
-  sample('私钥 / 凭证 / 凭据 label', gen(44, 43, B64URL), (s) => `部署凭证为：${s}`),
-  sample('password 是 …', 'Zx9!qwe', (s) => `wifi password 是 ${s}，别外传`),
-  sample('密码是：… (verb and colon)', 'Tr0ub4dor&3', (s) => `路由器密码是：${s}`),
-]
+import { CLASSES, gen } from './fixtures/secret-samples.ts'
 
 /** Look-alikes of the classes above that hold no credential: stored untouched. */
 const INNOCENT = [
