@@ -17,6 +17,7 @@ import { canonicalText } from '../../lib/text/normalize.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 import { startFixture } from './child.ts'
 import { bulkNote } from './fixtures/bulk-notes.ts'
+import { rng } from '../../bench/corpus.ts' // seeded (mulberry32): a failing schedule can be replayed
 
 const BATCHES = 3
 const SIZE = BULK_NOTES + 1_000
@@ -31,17 +32,6 @@ const template = tempStorePath('bulk-kill-template')
 }
 const keptIds = Array.from({ length: KEPT }, (_, i) => blockId(`kept note ${i}: lease l${i} renews every ${i + 1} minutes`))
 const batchIds = Array.from({ length: BATCHES }, (_, b) => Array.from({ length: SIZE }, (_, i) => blockId(canonicalText(bulkNote(b, i).text))))
-
-/** Seeded PRNG (mulberry32), so a failing kill schedule can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = Math.imul(a ^ (a >>> 15), a | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 interface Round {
   lines: string[]

@@ -8,17 +8,7 @@ import { blockId } from '../../lib/store/block-id.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 import { startFixture } from './child.ts'
-
-/** Seeded PRNG (mulberry32), so a failing kill schedule can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = Math.imul(a ^ (a >>> 15), a | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { rng } from '../../bench/corpus.ts' // seeded (mulberry32): a failing schedule can be replayed
 
 const SEED = 20261130
 const ROUNDS = 24

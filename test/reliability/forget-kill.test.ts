@@ -13,6 +13,7 @@ import { DEFER_SCRUB_FROM } from '../../lib/store/forget.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 import { startFixture } from './child.ts'
+import { rng } from '../../bench/corpus.ts' // seeded (mulberry32): a failing schedule can be replayed
 
 const SECRET_EN = 'The launch code for project Mordrakelle is 5531-omega-Vexquilline'
 const SECRET_ZH = '机密：赵铁柱的社保卡号是S98765432，住在澜沧苑九栋'
@@ -41,17 +42,6 @@ const template = tempStorePath('forget-kill-template')
   store.close()
 }
 const doomedIds = [blockId(SECRET_EN), blockId(SECRET_ZH)]
-
-/** Seeded PRNG (mulberry32), so a failing kill schedule can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = Math.imul(a ^ (a >>> 15), a | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 interface Round {
   /** The child's lines before the kill. */

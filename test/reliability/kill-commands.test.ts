@@ -17,17 +17,7 @@ import { exportJsonl } from '../../lib/store/transfer.ts'
 import { CLI_SOURCE, runCli } from '../helpers/cli.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 import { startServe } from '../helpers/serve.ts'
-
-/** Seeded PRNG (mulberry32), so a failing kill schedule can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = Math.imul(a ^ (a >>> 15), a | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { rng } from '../../bench/corpus.ts' // seeded (mulberry32): a failing schedule can be replayed
 
 /** Runs the CLI with `args` and SIGKILLs it `delayMs` after it started, unless it ended first; resolves with how it ended. */
 function killCli(args: string[], delayMs: number): Promise<'killed' | 'finished'> {
