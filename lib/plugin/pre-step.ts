@@ -50,7 +50,7 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
       // The message is read with its conversation when it does not clearly match the store alone (lib/recall/conversation.ts).
       const found = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scenes, scope: placeOf(payload.agent), earlier })
       // A convention the turn's scene card already shows is not quoted again (docs/scenes.md).
-      const hits = withoutCardNotes(found, service.scenes.cardNotes(String(payload.agent.id), payload.turn))
+      const hits = withoutCardNotes(found, service.scenes.cardNotes(agent, payload.turn))
       const abstention = abstentionOf(hits)
       if (abstention !== undefined) {
         // The notice answers a question about a store that holds notes; after a statement, or
@@ -60,7 +60,7 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
         const origins = await service.origins(hits.map((h) => h.id))
         // Team notes (docs/team.md) are labelled as such; captured turns carry their origin.
         const byId = new Map(hits.map((h) => [h.id, h]))
-        const rendered = renderRecall(hits, config.injectBudgetChars, undefined, (id) => teamLabel(byId.get(id)!) ?? originLabel(origins.get(id), String(payload.agent.id)))
+        const rendered = renderRecall(hits, config.injectBudgetChars, undefined, (id) => teamLabel(byId.get(id)!) ?? originLabel(origins.get(id), agent))
         // Only notes the model is shown count as accessed (not those gated out or cut by the budget).
         await service.recordAccess(hits.slice(0, rendered.shown).map((h) => h.id))
         text = rendered.text

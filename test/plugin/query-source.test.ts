@@ -8,14 +8,17 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createUserMessage, type Message, type UserMessage } from '@deepseek-ai/dsh-llm'
 import t from 'tap'
-import { queryFromBatch } from '../../lib/plugin/query-source.ts'
+import { humanMessages } from '../../lib/plugin/query-source.ts'
 import { name as pluginName } from '../../lib/index.ts'
 import { realBatch } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 import { declaredSources } from '../helpers/source-kinds.ts'
 import { tempDir } from '../helpers/temp.ts'
 
-type Extract = typeof queryFromBatch
+type Extract = (messages: readonly Message[], allow: ReadonlySet<string>, ownPlugin: string) => string
+/** The query as the pre-step takes it: the last human message of the batch (`lib/plugin/pre-step.ts`). */
+const queryOf = (human: typeof humanMessages): Extract => (messages, allow, ownPlugin) => human(messages, allow, ownPlugin).at(-1) ?? ''
+const queryFromBatch = queryOf(humanMessages)
 const DEFAULT_ALLOW: ReadonlySet<string> = new Set(['user'])
 
 /**
@@ -140,7 +143,7 @@ t.test('mutation: "the last role=user message" (the seed regression) reads injec
 t.test('mutation: removing the allowlist check from the real source admits every injected kind', async (t) => {
   const m = mutant({ file: 'plugin/query-source.ts', from: ' || !allow.has(source.kind)', to: '' })
   t.teardown(() => m.remove())
-  const { queryFromBatch: mutated } = await m.load<{ queryFromBatch: Extract }>('plugin/query-source.ts')
+  const mutated = queryOf((await m.load<{ humanMessages: typeof humanMessages }>('plugin/query-source.ts')).humanMessages)
   const failures = extractionFails(mutated)
   t.ok(failures.some((f) => f.startsWith('real batch')), 'the real batch now yields the wrong query')
   for (const kind of INJECTED_KINDS) t.ok(failures.some((f) => f.startsWith(`kind ${kind} `)), `kind ${kind} is admitted`)
@@ -162,7 +165,7 @@ t.test('a message with no source (or a non-string kind) yields no query', async 
   t.equal(queryFromBatch([...realBatch('the question'), bare], DEFAULT_ALLOW, pluginName), 'the question', 'skipped, the human question wins')
   const m = mutant({ file: 'plugin/query-source.ts', from: "if (!source || typeof source.kind !== 'string' || ", to: 'if (' })
   t.teardown(() => m.remove())
-  const { queryFromBatch: mutated } = await m.load<{ queryFromBatch: Extract }>('plugin/query-source.ts')
+  const mutated = queryOf((await m.load<{ humanMessages: typeof humanMessages }>('plugin/query-source.ts')).humanMessages)
   t.throws(() => mutated([bare], DEFAULT_ALLOW, pluginName), TypeError, 'mutation: without the guard a source-less message crashes the step')
 })
 
@@ -174,7 +177,7 @@ t.test('never reads its own injections, even when plugin messages are allowed', 
   t.equal(queryFromBatch([ownRecall], allow, pluginName), '')
   const m = mutant({ file: 'plugin/query-source.ts', from: "if (source.kind === 'plugin' && source.plugin === ownPlugin) continue", to: '' })
   t.teardown(() => m.remove())
-  const { queryFromBatch: mutated } = await m.load<{ queryFromBatch: Extract }>('plugin/query-source.ts')
+  const mutated = queryOf((await m.load<{ humanMessages: typeof humanMessages }>('plugin/query-source.ts')).humanMessages)
   t.match(mutated(batch, allow, pluginName), /^\[stablemem\] Notes recalled/, 'mutation: without the skip it reads its own recall')
 })
 
