@@ -78,7 +78,7 @@ async function suppressedMode(t: Teardown, edit?: { file: string, from: string, 
   return { turns, card: (await h.ctx.stablemem.stats()).scenes!.card }
 }
 
-const FILTER = { file: 'plugin/pre-step.ts', from: 'withoutCardNotes(found, service.scenes.cardNotes(String(payload.agent.id), payload.turn))', to: 'found' }
+const FILTER = { file: 'plugin/pre-step.ts', from: 'withoutCardNotes(found, service.scenes.cardNotes(agent, payload.turn))', to: 'found' }
 const GUARD = { file: 'kernel/scenes/api.ts', from: 'card.turn === turn && this.delivered.get(id) === true', to: 'card.turn === turn' }
 
 t.test('context mode: once the card is seen to arrive, the recall does not quote its convention again', async (t) => {
