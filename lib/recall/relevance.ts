@@ -277,18 +277,19 @@ export function namesIn(text: string): string[] {
  * Labels that name a role in a chat, not a person: a store need not have heard of them. Lower-cased;
  * a pasted transcript whose only speakers are roles is read for the names its text mentions.
  */
-export const ROLE_LABELS: ReadonlySet<string> = new Set(['user', 'assistant', 'human', 'ai', 'bot', 'system', 'me', 'you', 'model', 'agent', '用户', '助手', '我', '你', '客服', '机器人'])
+const ROLE_LABELS: ReadonlySet<string> = new Set(['user', 'assistant', 'human', 'ai', 'bot', 'system', 'me', 'you', 'model', 'agent', 'question', 'answer', '用户', '助手', '客服', '机器人', '问题', '回答'])
 
 /**
- * The people of a pasted transcript: the speaker labels that open two or more of its lines (a
- * "key: value" list names each key once) and are not roles (`ROLE_LABELS`), lower-cased.
+ * The people of a pasted transcript: the speaker labels of two or more characters (`Q:` and `A:`
+ * are not people) that open two or more of its lines (a "key: value" list names each key once)
+ * and are not roles (`ROLE_LABELS`), lower-cased.
  */
 function speakersOf(turns: readonly QueryTurn[]): string[] {
   const lines = new Map<string, number>()
   for (const turn of turns) {
     if (turn.speaker === undefined) continue
     const label = turn.speaker.toLowerCase()
-    if (!ROLE_LABELS.has(label)) lines.set(label, (lines.get(label) ?? 0) + 1)
+    if (Array.from(label).length >= 2 && !ROLE_LABELS.has(label)) lines.set(label, (lines.get(label) ?? 0) + 1)
   }
   return [...lines].filter(([, n]) => n >= 2).map(([label]) => label)
 }

@@ -73,6 +73,8 @@ t.test('a pasted chat is about its speakers: names inside it are the asker\'s li
   t.same(queryContent(memories, analyzeQuery(keys), keys).unknownNames, [], 'labels opening one line each are keys, not speakers (and roles are not people)')
   const roles = 'User: "We played hide and seek today"\nAssistant: "Fun!"\nUser: "Did Xiaohong play too?"'
   t.same(queryContent(memories, analyzeQuery(roles), roles).unknownNames, ['xiaohong'], 'a chat of roles is read for the names its text mentions')
+  const letters = 'Q: "We played hide and seek today"\nA: "Fun!"\nQ: "Did Xiaohong play too?"\nA: "Yes."'
+  t.same(queryContent(memories, analyzeQuery(letters), letters).unknownNames, ['xiaohong'], 'and so is a Q: / A: paste: one letter names no one')
   const zh = '小明: 我今天去海边了！\n助手: 真好！\n小明: 我放了风筝。'
   t.same(queryContent(memories, analyzeQuery(zh), zh).unknownNames, ['小明'], 'a CJK speaker is looked up as its bigrams')
 
