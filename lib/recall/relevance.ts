@@ -1,5 +1,6 @@
 import type { RecallSource } from './source.ts'
-import { matchPhrase } from './fts-query.ts'
+import { matchCjkPhrase, matchPhrase } from './fts-query.ts'
+import { cjkRuns } from '../text/cjk.ts'
 import { scrubQuery } from '../text/normalize.ts'
 import { cachedNoteTerms, noteTerms, type NoteTerms } from './note-terms.ts'
 import { CJK_FUNCTION_WORDS, CJK_PARTICLES, ENGLISH_STOPWORDS } from './stopwords.ts'
@@ -35,7 +36,9 @@ import { analyzeQuery, boundedTurns, containsStem, containsWhole, queryTurns, sy
  * A note's relevance is the larger of the query-side share and `NOTE_SIDE_WEIGHT` × the note-side
  * share, capped at 1. When the query names someone or something (capitalised Latin words) and the
  * store holds none of those names, every note's relevance is 0: the store has never heard of what
- * is asked about, so the notes that share the rest of the question are about something else.
+ * is asked about, so the notes that share the rest of the question are about something else. In a
+ * pasted transcript whose speakers are people (not roles such as "Assistant"), those speakers are
+ * whom it is about, and the names inside it (a neighbour, a film hero) are not asked of the store.
  * The same rule serves every language and query shape; the query's document frequencies are
  * the ones recall already read (cached per store version), so it costs a few index counts per
  * query and string searches per returned hit.
@@ -66,7 +69,10 @@ export interface QueryContent {
    * stem begins one of them, which a binary search finds.
    */
   words: readonly string[]
-  /** Names the query mentions when the store holds none of them (then every note's relevance is 0). */
+  /**
+   * Whom the query is about when the store has heard of none of them (then every note's relevance
+   * is 0): a pasted transcript's people (`speakersOf`), or else the names its text mentions.
+   */
   unknownNames: readonly string[]
   /** How many of `parts` are Latin content words (`LATIN_COORDINATION`). */
   latinWords: number
@@ -127,11 +133,14 @@ export function queryContent(store: RecallSource, analysis: QueryAnalysis, text:
   const df = new Map<string, number>()
   const parts = partsIn(store, analysis, df)
   // The same turns as the analysis (a string is bounded as it is: a 1 MB query costs no more than a long message).
-  const turns = (typeof text === 'string' ? boundedTurns(text) : text).map((turn) => turn.text)
+  const weighted = typeof text === 'string' ? boundedTurns(text) : text
+  const turns = weighted.map((turn) => turn.text)
   const lower = turns.join('\n').toLowerCase()
-  const names = namesOf(turns)
+  // Whom the query is about: a transcript's people when it names them, else the names its text mentions.
+  const speakers = speakersOf(weighted)
+  const names = speakers.length > 0 ? speakers : namesOf(turns)
   // A name is usually one of the query's words, whose count was just read.
-  const unknownNames = names.some((name) => (df.get(name) ?? store.matchCount(matchPhrase(name))) > 0) ? [] : names
+  const unknownNames = names.some((name) => (df.get(name) ?? store.matchCount(namePhrase(name))) > 0) ? [] : names
   return {
     parts, total: parts.reduce((sum, p) => sum + p.mass, 0), lower, bigrams: new Set(analysis.cjkBigrams), words: wordsOf(lower), unknownNames,
     latinWords: parts.filter((p) => p.kind === 'word').length,
@@ -262,6 +271,32 @@ const OPENING = /[\s"“'‘(（[「]/u
  */
 export function namesIn(text: string): string[] {
   return namesOf(queryTurns(text).map((turn) => turn.text))
+}
+
+/**
+ * Labels that name a role in a chat, not a person: a store need not have heard of them. Lower-cased;
+ * a pasted transcript whose only speakers are roles is read for the names its text mentions.
+ */
+const ROLE_LABELS: ReadonlySet<string> = new Set(['user', 'assistant', 'human', 'ai', 'bot', 'system', 'me', 'you', 'model', 'agent', 'question', 'answer', '用户', '助手', '客服', '机器人', '问题', '回答'])
+
+/**
+ * The people of a pasted transcript: the speaker labels of two or more characters (`Q:` and `A:`
+ * are not people) that open two or more of its lines (a "key: value" list names each key once)
+ * and are not roles (`ROLE_LABELS`), lower-cased.
+ */
+function speakersOf(turns: readonly QueryTurn[]): string[] {
+  const lines = new Map<string, number>()
+  for (const turn of turns) {
+    if (turn.speaker === undefined) continue
+    const label = turn.speaker.toLowerCase()
+    if (Array.from(label).length >= 2 && !ROLE_LABELS.has(label)) lines.set(label, (lines.get(label) ?? 0) + 1)
+  }
+  return [...lines].filter(([, n]) => n >= 2).map(([label]) => label)
+}
+
+/** The FTS phrase a name is looked up with: a CJK name as its bigrams, any other as a Latin phrase. */
+function namePhrase(name: string): string {
+  return cjkRuns(name).join('') === name ? matchCjkPhrase(name) : matchPhrase(name)
 }
 
 /** `namesIn` over a query already split into turns (their labels removed). */

@@ -1,7 +1,7 @@
 /**
  * Every benchmark a user or CI runs is an `npm run bench:*` script whose file exists, and answers
  * `--help` with its usage (naming the script and `--json`) and exit code 0, before it builds or
- * measures anything.
+ * measures anything; so does every `eval:*` script (the eval-set converters).
  */
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
@@ -11,12 +11,14 @@ import t from 'tap'
 const root = new URL('../../', import.meta.url)
 const scripts = (JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { scripts: Record<string, string> }).scripts
 const benches = Object.entries(scripts).filter(([name]) => name.startsWith('bench:'))
+const converters = Object.entries(scripts).filter(([name]) => name.startsWith('eval:'))
 
 t.ok(benches.length >= 15, 'the benches are npm scripts')
+t.ok(converters.length >= 1, 'the eval-set converters are npm scripts')
 
-for (const [name, command] of benches) {
+for (const [name, command] of [...benches, ...converters]) {
   t.test(name, async (t) => {
-    const match = /^node (bench\/[\w-]+\.ts)$/.exec(command)
+    const match = /^node (bench\/[\w/-]+\.ts)$/.exec(command)
     t.ok(match, `${name} runs one bench file with node`)
     if (!match) return
     const file = new URL(match[1]!, root)

@@ -48,6 +48,43 @@ t.test('a name the store has never seen: notes that share the rest of the questi
     [['Caroline: My friend opened a studio downtown.', 1]], 'in the store that knows her, all of it')
 })
 
+t.test('a pasted chat is about its speakers: names inside it are the asker\'s life; a store that never heard of the speakers is someone else\'s', async (t) => {
+  const memories = storeOf([
+    'Bart and his new neighbor Honghong had a great time playing hide and seek on the lawn.',
+    'Bart felt very happy playing hide and seek in the park with his classmates.',
+    'Bart was flying a kite at the beach and felt very happy.',
+    'Bart watched his favorite cartoon at home.',
+  ])
+  const others = storeOf([
+    'Joanna: We played hide and seek in the park with the kids today, so much fun!',
+    'Jon: My neighbor loves playing games in the park on weekends.',
+    'Joanna: The kids found me first, I hid behind a tree.',
+    'Jon: Sounds like fun! Did the kids win?',
+  ])
+  t.teardown(() => { memories.close(); others.close() })
+  const chat = (found: string) => `Bart: "We played hide and seek in the park today!"\nAssistant: "Sounds like fun! Who found you first?"\nBart: "${found}, she loves playing hide and seek too."`
+  const named = chat('My neighbor Xiaohong found me')
+  const plain = chat('My neighbor found me')
+  t.ok(gateHits(recallBlocks(memories, named, { topK: 5 }), GATE).some((h) => h.text.includes('Honghong')),
+    'Bart is known: Xiaohong, a name the memories spell otherwise, does not close the chat')
+  t.same(gateHits(recallBlocks(others, plain, { topK: 5 }), GATE), [], 'no note of this store has heard of Bart: its hide-and-seek lines are someone else\'s')
+  t.ok(recallBlocks(others, plain, { topK: 5 }).length > 0, 'ranking alone finds them')
+  const keys = 'Host: the billing box\nOwner: who runs the billing box?'
+  t.same(queryContent(memories, analyzeQuery(keys), keys).unknownNames, [], 'labels opening one line each are keys, not speakers (and roles are not people)')
+  const roles = 'User: "We played hide and seek today"\nAssistant: "Fun!"\nUser: "Did Xiaohong play too?"'
+  t.same(queryContent(memories, analyzeQuery(roles), roles).unknownNames, ['xiaohong'], 'a chat of roles is read for the names its text mentions')
+  const letters = 'Q: "We played hide and seek today"\nA: "Fun!"\nQ: "Did Xiaohong play too?"\nA: "Yes."'
+  t.same(queryContent(memories, analyzeQuery(letters), letters).unknownNames, ['xiaohong'], 'and so is a Q: / A: paste: one letter names no one')
+  const zh = '小明: 我今天去海边了！\n助手: 真好！\n小明: 我放了风筝。'
+  t.same(queryContent(memories, analyzeQuery(zh), zh).unknownNames, ['小明'], 'a CJK speaker is looked up as its bigrams')
+
+  const textNames = mutant({ file: 'recall/relevance.ts', from: 'const names = speakers.length > 0 ? speakers : namesOf(turns)', to: 'const names = namesOf(turns)' })
+  t.teardown(() => textNames.remove())
+  const m = await textNames.load<typeof import('../../lib/recall/recall.ts')>('recall/recall.ts')
+  t.same(gateHits(m.recallBlocks(memories, named, { topK: 5 }), GATE), [], 'the mutant reading the text\'s names closes the chat on Xiaohong')
+  t.ok(gateHits(m.recallBlocks(others, plain, { topK: 5 }), GATE).length > 0, 'and opens it on the store of other people')
+})
+
 t.test('a rare CJK bigram the note holds carries the question; bigrams that touch a particle or are function words do not count', async (t) => {
   const store = storeOf([
     '格利泽581c是一颗环绕红矮星格利泽581运行的系外行星，质量约为地球的5倍。',
