@@ -13,6 +13,8 @@ import type { RecallFn } from './recall-fn.ts'
 import { readEvalSet, type EvalSet } from './eval-set.ts'
 import { asLive } from './live.ts'
 import { runPrecisionSuite, type Negatives, type PrecisionSuite } from './precision.ts'
+import { recallBlocksHybrid } from '../../lib/recall/hybrid.ts'
+import { replayChats, replayTable, type ReplayResult } from './replay.ts'
 
 /** One set in one mode: the figures the table shows, and the suite they come from. */
 export interface AllSetsRow {
@@ -29,6 +31,8 @@ export interface AllSetsRow {
   /** The most characters a noise turn gets on average (gated), over every kind of negatives. */
   chars_per_noise_turn: number
   suite: PrecisionSuite
+  /** `live` rows of a set of pasted chats: each chat replayed turn by turn with the repeat memory (`replay.ts`). */
+  replay?: ReplayResult
 }
 
 /** The eval sets under `root`: every folder holding a `corpus.jsonl` and a `queries.jsonl`, by name. */
@@ -41,6 +45,7 @@ export function evalSetsIn(root: string): EvalSet[] {
 /** Runs every set in every mode it has against every kind of negatives; one row a set and mode. */
 export async function runAllSets(sets: readonly EvalSet[], options: { gate: GateOptions, half?: 'a' | 'b', recall?: RecallFn, progress?: (line: string) => void }): Promise<AllSetsRow[]> {
   const rows: AllSetsRow[] = []
+  const recall: RecallFn = options.recall ?? ((store, query, { topK, earlier }) => recallBlocksHybrid(store, null, query, { topK, earlier }))
   for (const set of sets) {
     const negatives: Negatives[] = sets.filter((other) => other !== set).map((against) => ({ kind: 'cross-set', against }))
     if (set.scopes.length > 1) negatives.push({ kind: 'cross-scope' })
@@ -60,6 +65,7 @@ export async function runAllSets(sets: readonly EvalSet[], options: { gate: Gate
         cross_scope_false_injections: crossScope?.gated.rate ?? null,
         chars_per_noise_turn: Math.max(0, ...suite.negatives.map((n) => n.gated.mean_chars)),
         suite,
+        replay: mode === 'live' ? await replayChats(set, sets.filter((other) => other !== set), { gate: options.gate, half: options.half, recall }) : undefined,
       })
     }
   }
@@ -75,5 +81,6 @@ export function allSetsTable(rows: readonly AllSetsRow[], title: string): string
       f(r.cross_set_false_injections), f(r.cross_scope_false_injections), r.chars_per_noise_turn.toFixed(0)])
   }
   const widths = lines[0]!.map((_, c) => Math.max(...lines.map((l) => l[c]!.length)))
-  return [title, ...lines.map((l) => l.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '))].join('\n')
+  const replays = rows.flatMap((r) => (r.replay === undefined ? [] : [replayTable(r.dataset, r.replay)]))
+  return [title, ...lines.map((l) => l.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ')), ...replays].join('\n')
 }
