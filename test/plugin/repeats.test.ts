@@ -3,7 +3,9 @@
  * carried it is re-sent with every later request, so the pre-step does not quote it again while
  * that message is on the session's surface. Real turns through the real agent loop on real
  * batches (`boot`: the human message followed by injected context), dsh's own compaction for the
- * note that must come back (`bootWindowed`), and a real dsh `Session` for the bounds.
+ * note that must come back (`bootWindowed`), and a real dsh `Session` for the bounds. A remark
+ * after a question is read with it (`lib/recall/conversation.ts`) and adds nothing the request
+ * does not already show.
  * Mutation checks: the filter, the confirmation that the message reached the log, and the
  * surface check after a replacement each have one.
  */
@@ -66,6 +68,29 @@ t.test('a note the conversation already shows is not quoted again; a new one is'
   t.teardown(() => m.remove())
   const mutated = await conversation(t, { module: await m.load<typeof plugin>('index.ts') })
   t.match(mutated[1], `> ${BILLING}`, 'the mutant without the filter quotes the note again on every turn')
+})
+
+const TRIP = '黄山团建定在十月第二周，住在山脚的温泉酒店。'
+
+/** A question about the trip, then a remark read with it (lib/recall/conversation.ts): what each turn added. */
+async function remarkAfterQuestion(t: Test, options: BootOptions = {}): Promise<string[]> {
+  const h = await bootWithFacts(t, options)
+  await h.ctx.stablemem.commit({ text: TRIP })
+  h.script(reply('定了'), reply('是啊'))
+  await h.turn('黄山团建定了吗？', 'same')
+  await h.turn('今天天气不错，团队心情都很好', 'same')
+  t.same(h.errors, [])
+  return [ownRecall(h, 0), ownRecall(h, 1)]
+}
+
+t.test('a remark after a question does not bring the question\'s notes back', async (t) => {
+  const [question, remark] = await remarkAfterQuestion(t)
+  t.match(question, `> ${TRIP}`)
+  t.equal(remark, '', 'the remark is read with the question, but its note is already in the request')
+  const m = mutant({ file: 'plugin/pre-step.ts', from: 'card.filter((h) => !inContext.has(h.id))', to: 'card' })
+  t.teardown(() => m.remove())
+  const mutated = await remarkAfterQuestion(t, { module: await m.load<typeof plugin>('index.ts') })
+  t.match(mutated[1], `> ${TRIP}`, 'without the filter the remark quotes the trip note again')
 })
 
 /** Rejects the first step it sees, after the recall added its message: that message never reaches the log. */
