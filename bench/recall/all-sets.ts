@@ -3,7 +3,8 @@
  * has (scoped; global too when it has several scopes; `live`, its queries as the last message of a
  * live conversation, `live.ts`), ranked and gated R@5 and R@10, false
  * injections against every other set (cross-set) and against the next scope's store
- * (cross-scope, where there are scopes), and the characters a noise turn gets. One set of gate
+ * (cross-scope, where there are scopes), and the characters a noise turn gets; the live row of a
+ * set of pasted chats also replays each chat turn by turn (`replay.ts`). One set of gate
  * settings for all sets, as the plugin has.
  */
 import { existsSync, readdirSync } from 'node:fs'
