@@ -55,8 +55,8 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
       // The message is read with its conversation when it does not clearly match the store alone (lib/recall/conversation.ts).
       const found = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scenes, scope: placeOf(payload.agent), earlier })
       // A convention the turn's scene card already shows is not quoted again (docs/scenes.md).
-      const card = withoutCardNotes(found, service.scenes.cardNotes(agent, payload.turn))
-      const abstention = abstentionOf(card)
+      const gated = withoutCardNotes(found, service.scenes.cardNotes(agent, payload.turn))
+      const abstention = abstentionOf(gated)
       if (abstention !== undefined) {
         // The notice answers a question about a store that holds notes; after a statement, or
         // with nothing stored yet, it would only make the model doubt what the user just said.
@@ -64,7 +64,7 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
       } else {
         // A note an earlier recall message still shows the model is not sent again (shown-notes.ts).
         const inContext = shown.inContext(agent, payload.agent.session)
-        const hits = card.filter((h) => !inContext.has(h.id))
+        const hits = gated.filter((h) => !inContext.has(h.id))
         const origins = await service.origins(hits.map((h) => h.id))
         // Team notes (docs/team.md) are labelled as such; captured turns carry their origin.
         const byId = new Map(hits.map((h) => [h.id, h]))

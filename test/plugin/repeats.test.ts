@@ -64,7 +64,7 @@ t.test('a note the conversation already shows is not quoted again; a new one is'
   t.match(ownRecall(h, 1), `> ${BILLING}`, 'another session (another agent) is shown it afresh')
   t.match(await h.ctx.stablemem.stats(), { injections: 2 })
 
-  const m = mutant({ file: 'plugin/pre-step.ts', from: 'card.filter((h) => !inContext.has(h.id))', to: 'card' })
+  const m = mutant({ file: 'plugin/pre-step.ts', from: 'gated.filter((h) => !inContext.has(h.id))', to: 'gated' })
   t.teardown(() => m.remove())
   const mutated = await conversation(t, { module: await m.load<typeof plugin>('index.ts') })
   t.match(mutated[1], `> ${BILLING}`, 'the mutant without the filter quotes the note again on every turn')
@@ -87,7 +87,7 @@ t.test('a remark after a question does not bring the question\'s notes back', as
   const [question, remark] = await remarkAfterQuestion(t)
   t.match(question, `> ${TRIP}`)
   t.equal(remark, '', 'the remark is read with the question, but its note is already in the request')
-  const m = mutant({ file: 'plugin/pre-step.ts', from: 'card.filter((h) => !inContext.has(h.id))', to: 'card' })
+  const m = mutant({ file: 'plugin/pre-step.ts', from: 'gated.filter((h) => !inContext.has(h.id))', to: 'gated' })
   t.teardown(() => m.remove())
   const mutated = await remarkAfterQuestion(t, { module: await m.load<typeof plugin>('index.ts') })
   t.match(mutated[1], `> ${TRIP}`, 'without the filter the remark quotes the trip note again')
