@@ -33,7 +33,7 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
   const logger = ctx.logger('stablemem')
   const service = untraced(ctx.stablemem) // called on every turn: not through cordis's tracing proxy (untraced.ts)
   const conversations = new ConversationMemory()
-  const shown = new ShownNotes()
+  const shown = new ShownNotes(pluginName)
   const recall = async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
     const decision = await next()
     if (decision.kind !== 'enter' || payload.step !== 1 || !config.inject) return decision

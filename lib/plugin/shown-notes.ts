@@ -1,4 +1,5 @@
 import { MAX_AGENTS } from './conversation-memory.ts'
+import { quotedIds } from './render.ts'
 
 /**
  * The notes each agent's conversation already shows the model. A recall message is durable: dsh
@@ -19,20 +20,29 @@ import { MAX_AGENTS } from './conversation-memory.ts'
  * - when the generation changed since the last look, every remembered message is looked for on
  *   the surface again, and the notes of those compaction took away are shown again when asked;
  * - a new session is a new agent id (dsh's agent and session share one identity), so it starts
- *   with nothing shown.
+ *   with nothing shown; the first time an agent is seen (a resumed or forked session's history,
+ *   or one forgotten under the bound), the recall messages of this plugin already on its surface
+ *   are read back (`quotedIds`), once.
  *
- * In memory only (nothing written; a restarted process shows each note once more), for at most
- * `MAX_AGENTS` agents, the least recently active forgotten first, and at most `MAX_SHOWN_NOTES`
- * note ids an agent, the oldest messages' notes forgotten first (forgetting shows a note again:
- * a repeat, never a loss).
+ * In memory only (nothing written: the history itself is what is read back), for at most
+ * `MAX_AGENTS` agents, the least recently active forgotten first (read back from the surface when
+ * seen again), and at most `MAX_SHOWN_NOTES` note ids an agent, the oldest messages' notes
+ * forgotten first (such a note is quoted again: a repeat, never a loss).
  */
 export class ShownNotes {
   readonly #byAgent = new Map<string, Conversation>()
+  readonly #plugin: string
+
+  /** `plugin`: the name this plugin's recall messages carry in their source. */
+  constructor(plugin: string) {
+    this.#plugin = plugin
+  }
 
   /** The ids of notes an earlier recall message of `agent`'s session carried that the model still sees. */
   inContext(agent: string, session: SessionView | undefined): Set<string> {
-    const conversation = this.#byAgent.get(agent)
-    if (conversation === undefined || session === undefined) return new Set()
+    if (session === undefined) return new Set()
+    let conversation = this.#byAgent.get(agent)
+    if (conversation === undefined) this.#keep(agent, conversation = onSurface(session, this.#plugin))
     confirm(conversation, session)
     const generation = session.surface.replaceGeneration
     if (generation !== conversation.generation) {
@@ -49,14 +59,36 @@ export class ShownNotes {
    */
   remember(agent: string, session: SessionView | undefined, message: string, notes: readonly string[]): void {
     if (session === undefined || notes.length === 0) return
-    const conversation = this.#byAgent.get(agent) ?? { generation: session.surface.replaceGeneration, carriers: [] }
+    const conversation = this.#byAgent.get(agent) ?? onSurface(session, this.#plugin)
     conversation.carriers.push({ message, from: session.seq, notes: [...notes] })
+    this.#keep(agent, conversation)
+  }
+
+  /** Keeps `conversation` as `agent`'s, most recently active, within the bounds. */
+  #keep(agent: string, conversation: Conversation): void {
     let kept = conversation.carriers.reduce((n, c) => n + c.notes.length, 0)
     while (kept > MAX_SHOWN_NOTES && conversation.carriers.length > 1) kept -= conversation.carriers.shift()!.notes.length
     this.#byAgent.delete(agent) // re-inserted last: a Map iterates in insertion order
     if (this.#byAgent.size >= MAX_AGENTS) this.#byAgent.delete(this.#byAgent.keys().next().value!)
     this.#byAgent.set(agent, conversation)
   }
+}
+
+/** The recall messages of `plugin` on the session's surface now (a history this process did not write), with the notes each quotes. */
+function onSurface(session: SessionView, plugin: string): Conversation {
+  const carriers: Carrier[] = []
+  const events = session.surface.nodes.length === 0 ? [] : session.events
+  for (const seq of session.surface.nodes) {
+    const event = events[seq]
+    if (event?.type !== 'user/message') continue
+    const message = event.data as { id?: unknown, source?: { kind?: unknown, plugin?: unknown, form?: unknown }, content?: ReadonlyArray<{ type?: unknown, text?: unknown }> }
+    const source = message.source
+    if (source?.kind !== 'plugin' || source.plugin !== plugin || source.form !== 'recall' || typeof message.id !== 'string') continue
+    const text = (message.content ?? []).map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : '')).join('')
+    const notes = quotedIds(text)
+    if (notes.length > 0) carriers.push({ message: message.id, from: seq, seq, notes })
+  }
+  return { generation: session.surface.replaceGeneration, carriers }
 }
 
 /** Most note ids remembered for one agent (a recall message carries at most `topK`, at most 100). */

@@ -17,7 +17,8 @@ import * as plugin from '../../lib/index.ts'
 import type { Config } from '../../lib/config.ts'
 import { MAX_AGENTS } from '../../lib/plugin/conversation-memory.ts'
 import { MAX_SHOWN_NOTES, ShownNotes } from '../../lib/plugin/shown-notes.ts'
-import { boot, injected, reply, tempStorePath, textOf, type BootOptions, type Harness } from '../helpers/harness.ts'
+import { quotedIds, renderRecall } from '../../lib/plugin/render.ts'
+import { boot, injected, realBatch, reply, tempStorePath, textOf, type BootOptions, type Harness } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 import { bootWindowed, filler, requestHas } from '../helpers/windowed.ts'
 
@@ -155,6 +156,42 @@ t.test('after compaction summarised the recall message away, the note is shown a
   t.equal(mutated.afterCompaction, false, 'the mutant that never looks at the surface again loses the note for the rest of the session')
 })
 
+/** Asks the port in a session of one process, then once more in a process that resumes that session's log. */
+async function resumed(t: Test, module?: typeof plugin): Promise<{ inherited: number, added: string }> {
+  const path = tempStorePath('resumed')
+  const first = await boot({ path }, [reply('8499')])
+  for (const text of FACTS) await first.ctx.stablemem.commit({ text })
+  const agent = await first.turn(PORT, 'kept')
+  t.match(ownRecall(first, 0), `> ${BILLING}`)
+  const seed = [...agent.session.events]
+  await first.dispose()
+  const second = await boot({ path }, [reply('还是 8499')], { module })
+  t.teardown(() => second.dispose())
+  const handle = await second.ctx.agents.create({ sessionId: SessionId('kept'), seed, agentOptions: { provider: 'mock', model: 'mock-1' } })
+  t.teardown(() => handle.dispose())
+  handle.agent.followup(realBatch(PORT)[0]!)
+  await handle.agent.whenIdle()
+  t.same(second.errors, [])
+  const request = second.adapter.requests[0]!
+  const ids = new Set(seed.flatMap((e) => e.type === 'user/message' ? [(e.data as { id: string }).id] : []))
+  return {
+    inherited: injected(request).filter((m) => ids.has(m.id) && textOf(m).includes(BILLING)).length,
+    added: injected(request).filter((m) => !ids.has(m.id)).map(textOf).join('\n'),
+  }
+}
+
+t.test('a resumed session\'s history is read back: a note it already shows is not quoted again', async (t) => {
+  const run = await resumed(t)
+  t.equal(run.inherited, 1, 'the request carries the first process\'s recall message')
+  t.equal(run.added, '', 'and no second one')
+  t.same(quotedIds(renderRecall([{ id: 'blk_1', text: '[2] blk_forged\nline two', score: 1, exact: true } as never, { id: 'blk_2', text: 'b' } as never], 2_000).text), ['blk_1', 'blk_2'],
+    'the ids a rendered message quotes; a note\'s own text cannot forge one')
+  const m = mutant({ file: 'plugin/shown-notes.ts', from: 'if (notes.length > 0) carriers.push({ message: message.id, from: seq, seq, notes })', to: '' })
+  t.teardown(() => m.remove())
+  const mutated = await resumed(t, await m.load<typeof plugin>('index.ts'))
+  t.match(mutated.added, `> ${BILLING}`, 'the mutant that does not read the history back quotes the note a second time')
+})
+
 /** A real dsh session with one recall message of ours appended, as the loop appends it. */
 function sessionWith(id: string, notes: readonly string[], shown: ShownNotes, agent: string): Session {
   const session = Session.create(SessionId(id))
@@ -168,7 +205,8 @@ function sessionWith(id: string, notes: readonly string[], shown: ShownNotes, ag
 }
 
 t.test('the memory is bounded: the least recently active agents and the oldest messages go first', async (t) => {
-  const shown = new ShownNotes()
+  const shown = new ShownNotes(plugin.name)
+  // The messages' text quotes no id, so only the memory knows their notes (the surface cannot tell).
   const first = sessionWith('a', ['blk_a'], shown, 'a')
   t.same([...shown.inContext('a', first)], ['blk_a'])
   const sessions = Array.from({ length: MAX_AGENTS }, (_, i) => sessionWith(`s${i}`, ['blk_x'], shown, `agent-${i}`))
@@ -176,7 +214,7 @@ t.test('the memory is bounded: the least recently active agents and the oldest m
   t.same([...shown.inContext(`agent-${MAX_AGENTS - 1}`, sessions.at(-1))], ['blk_x'])
   t.same([...shown.inContext('agent-0', undefined)], [], 'an agent without a session is shown everything')
 
-  const many = new ShownNotes()
+  const many = new ShownNotes(plugin.name)
   const session = Session.create(SessionId('many'))
   for (let turn = 1; turn <= 3; turn++) {
     const message = createUserMessage({ content: [{ type: 'text', text: 'notes' }], source: { kind: 'plugin', plugin: plugin.name, form: 'recall' } })
