@@ -202,7 +202,8 @@ const USAGE = `usage: bench:recall [--all] [--eval <dir>] [--half a|b] [--min-re
                     [--negatives cross-scope|cross-set [--against <dir>] [--min-relevance x] [--falloff x] [--half a|b]]
 With no --data (or --all): every eval set under --eval (default: the shared/eval found beside this
 checkout or above it), each mode it has, ranked and gated R@5/R@10, false injections against every
-other set (cross-set, the highest shown) and the next scope (cross-scope), characters a noise turn.
+other set (cross-set, the highest shown) and the next scope (cross-scope), characters a noise turn;
+a set of pasted chats is also replayed turn by turn with the pre-step's repeat memory (recall/replay.ts).
 --no-neighbours: the same run without the conversation neighbours (lib/recall/neighbours.ts), for a baseline.
 The table goes to stderr with --json, the JSON line to stdout.`
 

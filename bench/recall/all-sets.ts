@@ -3,7 +3,8 @@
  * has (scoped; global too when it has several scopes; `live`, its queries as the last message of a
  * live conversation, `live.ts`), ranked and gated R@5 and R@10, false
  * injections against every other set (cross-set) and against the next scope's store
- * (cross-scope, where there are scopes), and the characters a noise turn gets. One set of gate
+ * (cross-scope, where there are scopes), and the characters a noise turn gets; the live row of a
+ * set of pasted chats also replays each chat turn by turn (`replay.ts`). One set of gate
  * settings for all sets, as the plugin has.
  */
 import { existsSync, readdirSync } from 'node:fs'
@@ -13,6 +14,8 @@ import type { RecallFn } from './recall-fn.ts'
 import { readEvalSet, type EvalSet } from './eval-set.ts'
 import { asLive } from './live.ts'
 import { runPrecisionSuite, type Negatives, type PrecisionSuite } from './precision.ts'
+import { recallBlocksHybrid } from '../../lib/recall/hybrid.ts'
+import { replayChats, replayTable, type ReplayResult } from './replay.ts'
 
 /** One set in one mode: the figures the table shows, and the suite they come from. */
 export interface AllSetsRow {
@@ -29,6 +32,8 @@ export interface AllSetsRow {
   /** The most characters a noise turn gets on average (gated), over every kind of negatives. */
   chars_per_noise_turn: number
   suite: PrecisionSuite
+  /** `live` rows of a set of pasted chats: each chat replayed turn by turn with the repeat memory (`replay.ts`). */
+  replay?: ReplayResult
 }
 
 /** The eval sets under `root`: every folder holding a `corpus.jsonl` and a `queries.jsonl`, by name. */
@@ -41,6 +46,7 @@ export function evalSetsIn(root: string): EvalSet[] {
 /** Runs every set in every mode it has against every kind of negatives; one row a set and mode. */
 export async function runAllSets(sets: readonly EvalSet[], options: { gate: GateOptions, half?: 'a' | 'b', recall?: RecallFn, progress?: (line: string) => void }): Promise<AllSetsRow[]> {
   const rows: AllSetsRow[] = []
+  const recall: RecallFn = options.recall ?? ((store, query, { topK, earlier }) => recallBlocksHybrid(store, null, query, { topK, earlier }))
   for (const set of sets) {
     const negatives: Negatives[] = sets.filter((other) => other !== set).map((against) => ({ kind: 'cross-set', against }))
     if (set.scopes.length > 1) negatives.push({ kind: 'cross-scope' })
@@ -60,6 +66,7 @@ export async function runAllSets(sets: readonly EvalSet[], options: { gate: Gate
         cross_scope_false_injections: crossScope?.gated.rate ?? null,
         chars_per_noise_turn: Math.max(0, ...suite.negatives.map((n) => n.gated.mean_chars)),
         suite,
+        replay: mode === 'live' ? await replayChats(set, sets.filter((other) => other !== set), { gate: options.gate, half: options.half, recall }) : undefined,
       })
     }
   }
@@ -75,5 +82,6 @@ export function allSetsTable(rows: readonly AllSetsRow[], title: string): string
       f(r.cross_set_false_injections), f(r.cross_scope_false_injections), r.chars_per_noise_turn.toFixed(0)])
   }
   const widths = lines[0]!.map((_, c) => Math.max(...lines.map((l) => l[c]!.length)))
-  return [title, ...lines.map((l) => l.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '))].join('\n')
+  const replays = rows.flatMap((r) => (r.replay === undefined ? [] : [replayTable(r.dataset, r.replay)]))
+  return [title, ...lines.map((l) => l.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ')), ...replays].join('\n')
 }

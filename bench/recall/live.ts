@@ -17,17 +17,25 @@ import type { EvalSet } from './eval-set.ts'
 /** Earlier questions a single question is asked after. */
 export const HISTORY = 2
 
+/**
+ * The lines of a pasted transcript's asker (the speaker of its last line), labels dropped, in
+ * order: the human messages of the same chat held live. Undefined for a query that is not a
+ * transcript.
+ */
+export function askerLines(query: string): string[] | undefined {
+  const turns = queryTurns(query)
+  if (turns.length < 2) return undefined
+  const said = turns.filter((t) => t.text.trim() !== '')
+  const asker = said.at(-1)!.speaker
+  return said.filter((t) => t.speaker === asker).map((t) => t.text.trim())
+}
+
 /** `set` with each query as the last message of a live conversation (see the module comment). */
 export function asLive(set: EvalSet): EvalSet {
   const asked = new Map<string, string[]>()
   const queries = set.queries.map((q) => {
-    const turns = queryTurns(q.query)
-    if (turns.length > 1) {
-      const said = turns.filter((t) => t.text.trim() !== '')
-      const last = said.at(-1)!
-      const earlier = said.slice(0, -1).filter((t) => t.speaker === last.speaker).map((t) => t.text.trim())
-      return { ...q, query: last.text.trim(), earlier }
-    }
+    const lines = askerLines(q.query)
+    if (lines !== undefined) return { ...q, query: lines.at(-1)!, earlier: lines.slice(0, -1) }
     const before = asked.get(q.scope) ?? []
     asked.set(q.scope, [...before, q.query])
     return { ...q, earlier: before.slice(-HISTORY) }

@@ -14,6 +14,7 @@ import { renderAbstention, renderRecall } from './render.ts'
 import { teamLabel } from './team-label.ts'
 import { placeOf } from './session-place.ts'
 import { untraced } from './untraced.ts'
+import { ShownNotes } from './shown-notes.ts'
 
 /**
  * Registers the per-turn recall: on the first step of a turn, after everything downstream has
@@ -21,6 +22,8 @@ import { untraced } from './untraced.ts'
  * earlier human messages, `conversation-memory.ts`), and append one attributed
  * message of quoted notes — or, when recall abstained, the notice that the store has no record of
  * the specific strings a question asks about (never after a statement, never on an empty store).
+ * A note an earlier recall message of the session still shows the model is not quoted again
+ * (`shown-notes.ts`); when every note is such a repeat, no message is added.
  * Tool continuations (step > 1) inject nothing, because injected messages
  * are durable and re-sent with every later request. A failing recall is logged and counted; the
  * turn goes on without notes.
@@ -30,6 +33,7 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
   const logger = ctx.logger('stablemem')
   const service = untraced(ctx.stablemem) // called on every turn: not through cordis's tracing proxy (untraced.ts)
   const conversations = new ConversationMemory()
+  const shown = new ShownNotes(pluginName)
   const recall = async (payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> => {
     const decision = await next()
     if (decision.kind !== 'enter' || payload.step !== 1 || !config.inject) return decision
@@ -42,6 +46,7 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
     conversations.remember(agent, said)
     if (service.unavailableReason() !== undefined) return decision // memory is off; the context line says why
     let text: string
+    let showing: string[] = []
     try {
       // The notes the relevance gate lets through (an empty list when nothing is relevant), within
       // the session's view: its workspace's notes, its preset's, and global ones; never another workspace's.
@@ -50,19 +55,23 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
       // The message is read with its conversation when it does not clearly match the store alone (lib/recall/conversation.ts).
       const found = await service.recall(query, { purpose: 'inject', topK: config.topK, recordAccess: false, scenes, scope: placeOf(payload.agent), earlier })
       // A convention the turn's scene card already shows is not quoted again (docs/scenes.md).
-      const hits = withoutCardNotes(found, service.scenes.cardNotes(agent, payload.turn))
-      const abstention = abstentionOf(hits)
+      const gated = withoutCardNotes(found, service.scenes.cardNotes(agent, payload.turn))
+      const abstention = abstentionOf(gated)
       if (abstention !== undefined) {
         // The notice answers a question about a store that holds notes; after a statement, or
         // with nothing stored yet, it would only make the model doubt what the user just said.
         text = isQuestion(query) && (service.blockCount() ?? 0) > 0 ? renderAbstention(abstention) : ''
       } else {
+        // A note an earlier recall message still shows the model is not sent again (shown-notes.ts).
+        const inContext = shown.inContext(agent, payload.agent.session)
+        const hits = gated.filter((h) => !inContext.has(h.id))
         const origins = await service.origins(hits.map((h) => h.id))
         // Team notes (docs/team.md) are labelled as such; captured turns carry their origin.
         const byId = new Map(hits.map((h) => [h.id, h]))
         const rendered = renderRecall(hits, config.injectBudgetChars, undefined, (id) => teamLabel(byId.get(id)!) ?? originLabel(origins.get(id), agent))
         // Only notes the model is shown count as accessed (not those gated out or cut by the budget).
-        await service.recordAccess(hits.slice(0, rendered.shown).map((h) => h.id))
+        showing = hits.slice(0, rendered.shown).map((h) => h.id)
+        await service.recordAccess(showing)
         text = rendered.text
       }
     } catch (error) {
@@ -76,6 +85,7 @@ export function registerPreStep(ctx: Context, config: Config, pluginName: string
       content: [{ type: 'text', text }],
       source: { kind: 'plugin', plugin: pluginName, form: 'recall' },
     })
+    shown.remember(agent, payload.agent.session, message.id, showing)
     return { kind: 'enter', messages: [...decision.messages, message] }
   }
   // Through the stage API, last of pre_action: it sees the step's input after every on_input

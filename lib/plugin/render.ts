@@ -62,6 +62,15 @@ function cutQuoted(body: string, max: number): string {
   return cut.replace(/\n>? ?$/, '')
 }
 
+/**
+ * The ids of the notes a message `renderRecall` wrote quotes, in order: the id on the `[n] <id>`
+ * line opening each note. A note's own lines all start with "> " (`quote` splits at every line
+ * break JavaScript's `^` knows), so no stored text can forge one.
+ */
+export function quotedIds(text: string): string[] {
+  return [...text.matchAll(/^\[\d+\] (\S+)/gm)].map((m) => m[1]!)
+}
+
 /** Every line prefixed with "> ", split at every kind of line break (`LINE_BREAK`), so none can begin an unquoted line. */
 export function quote(text: string): string {
   return text.split(LINE_BREAK).map((line) => `> ${line}`).join('\n')

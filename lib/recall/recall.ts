@@ -89,8 +89,8 @@ interface Candidate {
  *    it holds, or of its own the query mentions (`relevance.ts`), which the injection gate reads (`gate.ts`).
  *
  * With the live conversation's earlier messages (`options.earlier`) the message is first recalled
- * alone; only when it asks something and that would not open the injection gate (`answeredAlone`)
- * is it recalled again with them (`conversation.ts`).
+ * alone; only when that would not open the injection gate (`answeredAlone`) is it recalled again
+ * with them (`conversation.ts`).
  */
 export function recallBlocks(source: RecallSource, query: string, options: RecallOptions & RankingSwitches = {}): RecallHits {
   const earlier = options.earlier ?? []
