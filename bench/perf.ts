@@ -1,5 +1,5 @@
 /**
- * `npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T] [--cache DIR] [--kinds k1,k2]`
+ * `npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T] [--cache DIR] [--kinds k1,k2] [--bulk B] [--bulk-only [--rounds R]]`
  *
  * Performance of the store, recall and the per-turn plugin hook at N blocks, against the floor of
  * raw FTS5 over an equivalent bare table measured in the same run. See docs/benchmarks.md.
@@ -31,6 +31,10 @@
  * With `--json` the last line is one JSON object with the keys the issue names. Every latency is
  * reported at p50, p99 and p99.9, wall time and this process's CPU time side by side (on a loaded
  * machine CPU time is close to what a quiet one gives).
+ *
+ * `--bulk-only [--rounds R]` runs the floor's insert (step 2) and step 1d alone, into new files, R
+ * times alternating, and prints each round's ratios, each batch's notes per CPU second (what grows
+ * with the store) and their median; nothing else is built or measured (docs/decisions.md, D27).
  *
  * `--cache DIR` keeps the files of steps 1, 2 and 5 (and the commit rates measured while building
  * them) in a folder under DIR named for the corpus, batch sizes and schema version, and reuses
