@@ -143,7 +143,10 @@ function bulkOnly(): void {
     })
   }
   rmSync(work, { recursive: true, force: true })
-  const median = (key: 'bulk_vs_floor' | 'bulk_vs_floor_cpu') => round(percentile(rounds.map((r) => r[key]), 50), 2)
+  const median = (key: 'bulk_vs_floor' | 'bulk_vs_floor_cpu') => {
+    const sorted = rounds.map((r) => r[key]).sort((a, b) => a - b)
+    return round((sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2, 2)
+  }
   if (JSON_OUT) console.log(JSON.stringify({ blocks: N, bulk_batch: BULK, rounds, bulk_vs_floor: median('bulk_vs_floor'), bulk_vs_floor_cpu: median('bulk_vs_floor_cpu') }))
 }
 
@@ -165,6 +168,8 @@ interface Build {
   importPerS?: number, importCpuPerS?: number
   /** Step 1d: `commitMany` in batches of `--bulk` into a new file, wall and CPU (absent in older caches). */
   bulkCommitPerS?: number, bulkCommitCpuPerS?: number
+  /** Step 1d batch by batch, notes per CPU second: what grows with the store (absent in older caches). */
+  bulkBatchesCpuPerS?: number[]
 }
 const cached = args.cache !== '' && !args.rebuild && existsSync(metaPath)
 let build: Build
@@ -257,6 +262,7 @@ async function buildFiles(): Promise<Build> {
     importCpuPerS: imported.blocksCreated / (importCpuMs / 1000),
     bulkCommitPerS: bulk.perS,
     bulkCommitCpuPerS: bulk.cpuPerS,
+    bulkBatchesCpuPerS: bulk.batches.map((b) => Math.round(b.cpuPerS)),
     stored,
     schema: SCHEMA_VERSION,
   }
@@ -553,6 +559,7 @@ const result = {
   bulk_vs_floor: bulkCommitPerS === undefined ? null : round(bulkCommitPerS / floorInsertPerS, 2),
   bulk_commit_cpu_per_s: bulkCommitCpuPerS === undefined ? null : Math.round(bulkCommitCpuPerS),
   bulk_vs_floor_cpu: bulkCommitCpuPerS === undefined || floorInsertCpuPerS === undefined ? null : round(bulkCommitCpuPerS / floorInsertCpuPerS, 2),
+  bulk_batches_cpu_per_s: build.bulkBatchesCpuPerS ?? null,
   cached_build: cached,
   built_at_schema: build.schema,
   count_first_ms: round(countMs),
