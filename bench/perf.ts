@@ -1,5 +1,5 @@
 /**
- * `npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T] [--cache DIR] [--kinds k1,k2]`
+ * `npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T] [--cache DIR] [--kinds k1,k2] [--bulk B] [--bulk-only [--rounds R]]`
  *
  * Performance of the store, recall and the per-turn plugin hook at N blocks, against the floor of
  * raw FTS5 over an equivalent bare table measured in the same run. See docs/benchmarks.md.
@@ -32,6 +32,10 @@
  * reported at p50, p99 and p99.9, wall time and this process's CPU time side by side (on a loaded
  * machine CPU time is close to what a quiet one gives).
  *
+ * `--bulk-only [--rounds R]` runs the floor's insert (step 2) and step 1d alone, into new files, R
+ * times alternating, and prints each round's ratios, each batch's notes per CPU second (what grows
+ * with the store) and their median; nothing else is built or measured (docs/decisions.md, D27).
+ *
  * `--cache DIR` keeps the files of steps 1, 2 and 5 (and the commit rates measured while building
  * them) in a folder under DIR named for the corpus, batch sizes and schema version, and reuses
  * them on the next run with the same parameters: a million-note store takes minutes to build on a
@@ -55,16 +59,16 @@ import { SCHEMA_VERSION } from '../lib/store/schema.ts'
 import { nextMergeScope, UPKEEP_DUE_SEGMENTS } from '../lib/store/fts-upkeep.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { exportJsonl, importJsonl } from '../lib/store/transfer.ts'
-import { cjkIndexText, withoutCjk } from '../lib/text/cjk.ts'
-import { canonicalText, scrubQuery } from '../lib/text/normalize.ts'
+import { scrubQuery } from '../lib/text/normalize.ts'
 import { exitOnHelp, jsonWanted, kindsFlag, progressLog, wholeFlag } from './args.ts'
+import { bulkCommit, floorInsert } from './bulk-writes.ts'
 import { SCALE_QUERY_KINDS, corpus } from './corpus.ts'
 import { measurePreStep } from './prestep.ts'
 import { measureSceneCost } from './scene-cost.ts'
 import { cpuMs, nowMs, percentile, round, summary, tail } from './stats.ts'
 import { benchWorkspace } from './workspaces.ts'
 
-const USAGE = 'npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T] [--single N] [--batch N] [--cache DIR [--rebuild]] [--kinds k1,k2] [--workspaces W] [--scene-count S] [--keep]\n\nThe store, recall per query kind, the per-turn plugin overhead and writes at N notes, against raw FTS5 in the same run (docs/benchmarks.md).'
+const USAGE = 'npm run bench:perf -- --blocks <N> [--json] [--seed S] [--queries Q] [--turns T] [--single N] [--batch N] [--cache DIR [--rebuild]] [--kinds k1,k2] [--workspaces W] [--scene-count S] [--keep] [--bulk N] [--bulk-only [--rounds R]]\n\nThe store, recall per query kind, the per-turn plugin overhead and writes at N notes, against raw FTS5 in the same run (docs/benchmarks.md).\n--bulk-only: only the floor and the bulk commit path (step 1d), into new files, R rounds alternating.'
 exitOnHelp(USAGE)
 const { values: args } = parseArgs({
   options: {
@@ -82,6 +86,8 @@ const { values: args } = parseArgs({
     keep: { type: 'boolean', default: false },
     cache: { type: 'string', default: '' },
     rebuild: { type: 'boolean', default: false },
+    'bulk-only': { type: 'boolean', default: false },
+    rounds: { type: 'string', default: '1' },
     kinds: { type: 'string', default: SCALE_QUERY_KINDS.join(',') },
   },
 })
@@ -98,7 +104,51 @@ const SCENE_COUNT = wholeFlag('scene-count', args['scene-count'], 0)
 const SCENE_REFS = wholeFlag('scene-refs', args['scene-refs'], 0)
 const WARMUP = 20
 const KINDS = kindsFlag(args.kinds)
+const ROUNDS = wholeFlag('rounds', args.rounds)
 const log = progressLog(JSON_OUT)
+const gen = corpus(SEED)
+
+/** The corpus texts of blocks `from` to `to` (exclusive). */
+function corpusTexts(from: number, to: number): string[] {
+  return Array.from({ length: to - from }, (_, i) => gen.block(from + i).text)
+}
+
+if (args['bulk-only']) {
+  bulkOnly()
+  process.exit(0)
+}
+
+/**
+ * `--bulk-only`: the floor and step 1d alone, into new files, `--rounds` times alternating (the
+ * write rates of a million notes without the rest of the run), each round's ratios and their median.
+ */
+function bulkOnly(): void {
+  const work = mkdtempSync(join(tmpdir(), 'stablemem-bulk-'))
+  const rounds: Array<Record<string, number | number[]> & { bulk_vs_floor: number, bulk_vs_floor_cpu: number }> = []
+  for (let r = 0; r < ROUNDS; r++) {
+    const floorRate = floorInsert(join(work, 'floor.db'), corpusTexts(0, N))
+    for (const suffix of ['', '-wal', '-shm']) rmSync(join(work, 'floor.db') + suffix, { force: true })
+    const bulk = bulkCommit(join(work, 'bulk.db'), N, BULK, corpusTexts)
+    const wall = bulk.perS / floorRate.perS
+    const cpu = bulk.cpuPerS / floorRate.cpuPerS
+    log(`round ${r + 1}: floor ${Math.round(floorRate.perS)}/s (${Math.round(floorRate.cpuPerS)} per CPU s); bulk (batches of ${BULK}) ${Math.round(bulk.perS)}/s ` +
+      `(${Math.round(bulk.cpuPerS)} per CPU s) = ${wall.toFixed(2)}× the floor, ${cpu.toFixed(2)}× per CPU second; ` +
+      `batches per CPU s ${bulk.batches.map((b) => Math.round(b.cpuPerS)).join(' ')}; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`)
+    rounds.push({
+      floor_commit_per_s: Math.round(floorRate.perS), floor_commit_cpu_per_s: Math.round(floorRate.cpuPerS),
+      bulk_commit_per_s: Math.round(bulk.perS), bulk_commit_cpu_per_s: Math.round(bulk.cpuPerS),
+      bulk_vs_floor: round(wall, 2), bulk_vs_floor_cpu: round(cpu, 2),
+      bulk_batches_cpu_per_s: bulk.batches.map((b) => Math.round(b.cpuPerS)),
+      load_avg: loadavg().map((l) => round(l, 1)),
+    })
+  }
+  rmSync(work, { recursive: true, force: true })
+  const median = (key: 'bulk_vs_floor' | 'bulk_vs_floor_cpu') => {
+    const sorted = rounds.map((r) => r[key]).sort((a, b) => a - b)
+    return round((sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2, 2)
+  }
+  if (JSON_OUT) console.log(JSON.stringify({ blocks: N, bulk_batch: BULK, rounds, bulk_vs_floor: median('bulk_vs_floor'), bulk_vs_floor_cpu: median('bulk_vs_floor_cpu') }))
+}
 
 const started = nowMs()
 const startedCpu = process.cpuUsage()
@@ -108,7 +158,6 @@ const storePath = join(dir, 'memory.db')
 const floorPath = join(dir, 'floor.db')
 const scopedPath = join(dir, 'scoped.db')
 const metaPath = join(dir, 'build.json')
-const gen = corpus(SEED)
 
 /** What building the files measured, kept beside them when they are cached. */
 interface Build {
@@ -119,6 +168,8 @@ interface Build {
   importPerS?: number, importCpuPerS?: number
   /** Step 1d: `commitMany` in batches of `--bulk` into a new file, wall and CPU (absent in older caches). */
   bulkCommitPerS?: number, bulkCommitCpuPerS?: number
+  /** Step 1d batch by batch, notes per CPU second: what grows with the store (absent in older caches). */
+  bulkBatchesCpuPerS?: number[]
 }
 const cached = args.cache !== '' && !args.rebuild && existsSync(metaPath)
 let build: Build
@@ -164,32 +215,11 @@ async function buildFiles(): Promise<Build> {
   const stored = store.count()
   store.close()
 
-  // 2. The floor: the same indexed text in a bare table, raw statements, one transaction.
-  const floor = new DatabaseSync(floorPath)
-  floor.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -65536;
-    CREATE TABLE b (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);
-    CREATE VIRTUAL TABLE f USING fts5(latin, cjk, content = '', tokenize = 'porter unicode61 remove_diacritics 2');`)
-  // The corpus is generated before the timing, as it is for every commit path measured here (the
-  // floor timed the generator until issue 30's bulk path: about a sixth of its CPU time at 100k).
-  const texts = Array.from({ length: N }, (_, i) => gen.block(i).text)
-  t0 = nowMs()
-  const floorCpu0 = process.cpuUsage()
-  const insertText = floor.prepare('INSERT INTO b (rowid, text) VALUES (?, ?)')
-  const insertFts = floor.prepare('INSERT INTO f (rowid, latin, cjk) VALUES (?, ?, ?)')
-  floor.exec('BEGIN')
-  const seen = new Set<string>()
-  for (let i = 0; i < N; i++) {
-    const text = canonicalText(texts[i]!)
-    if (seen.has(text)) continue
-    seen.add(text)
-    insertText.run(i + 1, text)
-    insertFts.run(i + 1, withoutCjk(text), cjkIndexText(text))
-  }
-  floor.exec('COMMIT')
-  const floorInsertPerS = N / ((nowMs() - t0) / 1000)
-  const floorInsertCpuPerS = N / (cpuMs(floorCpu0) / 1000)
-  floor.close()
-  texts.length = 0
+  // 2. The floor: the same indexed text in a bare table, raw statements, one transaction
+  // (bench/bulk-writes.ts). The corpus is generated before the timing, as it is for every commit
+  // path measured here (the floor timed the generator until issue 30's bulk path: about a sixth of
+  // its CPU time at 100k).
+  const { perS: floorInsertPerS, cpuPerS: floorInsertCpuPerS } = floorInsert(floorPath, Array.from({ length: N }, (_, i) => gen.block(i).text))
 
   // 1c. The bulk path: an export of the store restored by the import path into a new file (every
   // guarantee: ids checked, near-duplicate keys, secrets, memberships, counts), timed without the
@@ -209,23 +239,8 @@ async function buildFiles(): Promise<Build> {
   if (imported.failure !== undefined) throw new Error(`import failed at line ${imported.failure.line}: ${imported.failure.message}`)
 
   // 1d. The bulk commit path: the same notes through `commitMany` in batches of `--bulk`, into a new file.
-  const bulkPath = join(dir, 'bulk.db')
-  const bulkStore = new BlockStore(bulkPath)
-  let bulkMs = 0
-  let bulkCpuMs = 0
-  for (let from = 0; from < N; from += BULK) {
-    const inputs = []
-    for (let i = from; i < Math.min(N, from + BULK); i++) inputs.push({ text: gen.block(i).text, source: 'bench' })
-    t0 = nowMs()
-    const cpu0 = process.cpuUsage()
-    bulkStore.commitMany(inputs)
-    bulkCpuMs += cpuMs(cpu0)
-    bulkMs += nowMs() - t0
-  }
-  const bulkStored = bulkStore.count()
-  bulkStore.close()
-  for (const suffix of ['', '-wal', '-shm']) rmSync(bulkPath + suffix, { force: true })
-  if (bulkStored !== stored) throw new Error(`the bulk path stored ${bulkStored} notes, the batched path ${stored}`)
+  const bulk = bulkCommit(join(dir, 'bulk.db'), N, BULK, corpusTexts)
+  if (bulk.stored !== stored) throw new Error(`the bulk path stored ${bulk.stored} notes, the batched path ${stored}`)
 
   // 5's file: the same N blocks, block i in workspace i mod W.
   if (WORKSPACES > 0) {
@@ -245,8 +260,9 @@ async function buildFiles(): Promise<Build> {
     floorInsertCpuPerS,
     importPerS: imported.blocksCreated / (importMs / 1000),
     importCpuPerS: imported.blocksCreated / (importCpuMs / 1000),
-    bulkCommitPerS: N / (bulkMs / 1000),
-    bulkCommitCpuPerS: N / (bulkCpuMs / 1000),
+    bulkCommitPerS: bulk.perS,
+    bulkCommitCpuPerS: bulk.cpuPerS,
+    bulkBatchesCpuPerS: bulk.batches.map((b) => Math.round(b.cpuPerS)),
     stored,
     schema: SCHEMA_VERSION,
   }
@@ -543,6 +559,7 @@ const result = {
   bulk_vs_floor: bulkCommitPerS === undefined ? null : round(bulkCommitPerS / floorInsertPerS, 2),
   bulk_commit_cpu_per_s: bulkCommitCpuPerS === undefined ? null : Math.round(bulkCommitCpuPerS),
   bulk_vs_floor_cpu: bulkCommitCpuPerS === undefined || floorInsertCpuPerS === undefined ? null : round(bulkCommitCpuPerS / floorInsertCpuPerS, 2),
+  bulk_batches_cpu_per_s: build.bulkBatchesCpuPerS ?? null,
   cached_build: cached,
   built_at_schema: build.schema,
   count_first_ms: round(countMs),
