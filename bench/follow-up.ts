@@ -28,7 +28,7 @@ import { recallBlocks } from '../lib/recall/recall.ts'
 import { BlockStore } from '../lib/store/store.ts'
 import { exitOnHelp, jsonWanted, progressLog, wholeFlag } from './args.ts'
 import { QUERY_KINDS, SCALE_QUERY_KINDS, corpus } from './corpus.ts'
-import { measureSession, windowSummary, type Build } from './prestep-session.ts'
+import { afterCompaction, measureSession, windowSummary, type Build } from './prestep-session.ts'
 import { nowMs, round, summary } from './stats.ts'
 
 const USAGE = 'npm run bench:follow-up -- [--blocks N] [--queries Q] [--earlier E] [--store FILE] [--seed S] [--json]\n' +
@@ -135,10 +135,14 @@ async function longSession(turns: number): Promise<void> {
       for (const w of list) {
         log(`${label.padEnd(18)} turns ${w.turns.padEnd(9)} (${w.events} events, ${w.surface} on the surface, ${w.compactions} compactions): pre-step p50 ${w.prestep.p50_ms} p99 ${w.prestep.p99_ms} ms ` +
           `(cpu ${w.prestep_cpu.p50_ms} / ${w.prestep_cpu.p99_ms}); recall cpu ${w.recall_cpu.p50_ms} / ${w.recall_cpu.p99_ms}; bookkeeping cpu ${w.bookkeeping_cpu.p50_ms} / ${w.bookkeeping_cpu.p99_ms} ` +
-          `(repeats ${w.shown_cpu.p50_ms}, conversation ${w.conversation_cpu.p50_ms}, place ${w.place_cpu.p50_ms} at p50)`)
+          `(repeats ${w.shown_cpu.p50_ms}, conversation ${w.conversation_cpu.p50_ms}, place ${w.place_cpu.p50_ms} at p50); the rest cpu ${w.other_cpu.p50_ms} / ${w.other_cpu.p99_ms}`)
       }
     }
-    const result = { blocks, session: turns, context_window: contextWindow === 1e9 ? null : contextWindow, elapsed_s: Math.round((nowMs() - started) / 1000), load: loadavg().map((l) => round(l, 2)), windows }
+    const compaction = Object.fromEntries(Object.entries(samples).map(([label, s]) => [label, afterCompaction(s)]))
+    for (const [label, c] of Object.entries(compaction)) {
+      if (c.after_compaction.turns > 0) log(`${label.padEnd(18)} the ${c.after_compaction.turns} turns after a compaction: repeat memory cpu p50 ${c.after_compaction.shown_cpu_p50_ms} max ${c.after_compaction.shown_cpu_max_ms} ms (other turns p50 ${c.other_turns.shown_cpu_p50_ms} max ${c.other_turns.shown_cpu_max_ms})`)
+    }
+    const result = { blocks, session: turns, context_window: contextWindow === 1e9 ? null : contextWindow, elapsed_s: Math.round((nowMs() - started) / 1000), load: loadavg().map((l) => round(l, 2)), windows, compaction }
     log(`${turns} turns in ${result.elapsed_s} s; load average ${result.load.join(' ')}`)
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`)
   } finally {

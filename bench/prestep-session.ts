@@ -226,5 +226,18 @@ export function windowSummary(samples: readonly TurnSample[], from: number, to: 
     recall: q((s) => s.recall), recall_cpu: q((s) => s.recallCpu),
     bookkeeping: q(bookkeeping), bookkeeping_cpu: q(bookkeepingCpu),
     shown_cpu: q((s) => s.shownCpu), conversation_cpu: q((s) => s.conversationCpu), place_cpu: q((s) => s.placeCpu),
+    // The rest of the plugin's turn: the scene card (whose own place lookup runs before the recall's), rendering, access records.
+    other_cpu: q((s) => s.cpu - s.recallCpu - bookkeepingCpu(s)),
   }
+}
+
+/**
+ * The turns that follow a compaction (the repeat memory looks for its messages on the surface
+ * again there) against all the others: their count and the repeat memory's CPU ms, p50 and max.
+ */
+export function afterCompaction(samples: readonly TurnSample[]) {
+  const after = samples.filter((s, i) => i > 0 && s.compactions > samples[i - 1]!.compactions)
+  const others = samples.filter((s, i) => i === 0 || s.compactions === samples[i - 1]!.compactions)
+  const of = (list: readonly TurnSample[]) => ({ turns: list.length, shown_cpu_p50_ms: round(percentile(list.map((s) => s.shownCpu), 50)), shown_cpu_max_ms: round(Math.max(...list.map((s) => s.shownCpu))) })
+  return { after_compaction: of(after), other_turns: of(others) }
 }
