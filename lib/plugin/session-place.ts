@@ -25,11 +25,35 @@ export function presetOf(agent: Agent): string | undefined {
     const id = (key as { agentPreset?: unknown }).agentPreset
     if (typeof id === 'string' && id !== '') return id
   }
-  const events = agent.session?.events ?? []
-  for (let i = events.length - 1; i >= 0; i--) {
-    const event = events[i] as { type: string, data?: { agentPreset?: unknown } }
-    if (event.type === 'agent-preset/selected' && typeof event.data?.agentPreset === 'string') return event.data.agentPreset
-  }
+  const selected = agent.session === undefined ? undefined : lastSelected(agent.session)
+  if (selected !== undefined) return selected
   const recorded = agent.session?.header?.agentPreset
   return typeof recorded === 'string' && recorded !== '' ? recorded : undefined
+}
+
+/** The part of a dsh session `lastSelected` reads. */
+interface EventLog {
+  readonly seq: number
+  readonly events: readonly { readonly type: string, readonly data?: unknown }[]
+}
+
+/** Per session log: how many of its events were read, and the preset of the last `agent-preset/selected` among them. */
+const selections = new WeakMap<EventLog, { read: number, preset: string | undefined }>()
+
+/**
+ * The preset the session's last `agent-preset/selected` event names. The log only grows, so each
+ * event is read once: a call reads the events appended since the last (presetOf runs on every
+ * turn; reading the whole log backwards each time made a turn's cost grow with the session).
+ */
+function lastSelected(session: EventLog): string | undefined {
+  let seen = selections.get(session)
+  if (seen === undefined) selections.set(session, seen = { read: 0, preset: undefined })
+  if (seen.read >= session.seq) return seen.preset
+  const events = session.events
+  for (let i = seen.read; i < events.length; i++) {
+    const event = events[i] as { type: string, data?: { agentPreset?: unknown } }
+    if (event.type === 'agent-preset/selected' && typeof event.data?.agentPreset === 'string') seen.preset = event.data.agentPreset
+  }
+  seen.read = events.length
+  return seen.preset
 }
