@@ -2,10 +2,11 @@
  * The transactions of an import (`stablemem import`, lib/store/transfer.ts) in the bulk path's
  * shape: the full-text index rows of a batch's new blocks are written after all its block rows,
  * as commit writes its own (lib/store/commit.ts), and a batch of `BULK_NOTES` new blocks or more
- * under the bulk index options (lib/store/fts-bulk.ts). Written beside each row, every block insert
- * (a statement transaction: the blocks table has two unique indexes) made FTS5 write its pending
- * terms out, so an import wrote a segment per few rows and automerge rewrote them over and over
- * (docs/decisions.md, D26).
+ * under the bulk index options (lib/store/fts-bulk.ts), so it lands in the index as one segment.
+ * Written beside each row, the index was flushed to a new segment by every statement savepoint a
+ * note's other writes opened (its scene tag) and by every 1 MiB of pending terms, and automerge
+ * rewrote those segments level by level: a batch of 5,600 notes, a seventh of them with a scene,
+ * ended as 19 segments against 1 (test/store/import-bulk.test.ts; docs/decisions.md, D26).
  *
  * The rows waiting for the index are the batch's own: a savepoint that rolls back (import's
  * line-by-line replay of a batch with a refused line) drops the ones it queued, so no index row
