@@ -363,7 +363,7 @@ export class BlockStore {
   }
 
   /**
-   * Restores one exported block exactly (id, text, tags, times, access statistics), merging into
+   * Restores one exported block exactly (id, text, tags, times, access statistics, layer), merging into
    * an existing block of the same id; call it inside `transaction` (`importTransaction`) to restore
    * many blocks in one write. The rules are in `lib/store/import-rows.ts`.
    */

@@ -21,7 +21,8 @@ export { EXPORT_FORMAT, EXPORT_VERSION } from './export-format.ts'
  * (lib/store/import-batch.ts), and larger batches cost less (at 100,000 notes, CPU per import:
  * batches of 10,000 +15%, 25,000 +6–13%, 50,000 +7% against one batch of 100,000), but a batch
  * holds the write lock while it is written, and every other writer of the file waits for it for
- * at most its busy timeout (5 s): a batch of 50,000 takes about 2 s at idle (docs/decisions.md, D26).
+ * at most its busy timeout (5 s): a batch of 50,000 took 2–3 s on a loaded machine, one of
+ * 100,000 about 5 s (docs/decisions.md, D26).
  */
 const IMPORT_BATCH = 50_000
 
@@ -162,11 +163,11 @@ export interface ImportOptions {
  * (`IMPORT_BATCH` lines or `IMPORT_BATCH_CHARS` of text, whichever comes first), in the bulk
  * path's shape (`BlockStore.importTransaction`); a batch with a refused line is rolled back and
  * replayed line by line, each line in its own savepoint. The first malformed or refused line
- * stops the import, and the result names it while every line before it stays imported. Blank lines are skipped; the
- * header, when present, must be the first line and of a version this code reads. An error thrown
- * by `lines` itself (a line that is not UTF-8, or too long) is the next line's failure.
- * Re-importing the same file changes nothing. Notes this store forgot (tombstoned by `forget`)
- * and their edges are skipped and counted, unless `includeForgotten`.
+ * stops the import, and the result names it while every line before it stays imported. Blank
+ * lines are skipped; the header, when present, must be the first line and of a version this code
+ * reads. An error thrown by `lines` itself (a line that is not UTF-8, or too long) is the next
+ * line's failure. Re-importing the same file changes nothing. Notes this store forgot (tombstoned
+ * by `forget`) and their edges are skipped and counted, unless `includeForgotten`.
  */
 export async function importJsonl(store: BlockStore, lines: AsyncIterable<string> | Iterable<string>, options: ImportOptions = {}): Promise<ImportResult> {
   const result: ImportResult = { lines: 0, blocksCreated: 0, blocksMerged: 0, edgesCreated: 0, edgesExisting: 0 }
