@@ -363,9 +363,10 @@ export class BlockStore {
   }
 
   /**
-   * Restores one exported block exactly (id, text, tags, times, access statistics, layer), merging into
-   * an existing block of the same id; call it inside `transaction` (`importTransaction`) to restore
-   * many blocks in one write. The rules are in `lib/store/import-rows.ts`.
+   * Restores one exported block exactly (id, text, tags, times, access statistics, layer),
+   * merging into an existing block of the same id; call it inside `transaction`
+   * (`importTransaction`) to restore many blocks in one write. The rules are in
+   * `lib/store/import-rows.ts`.
    */
   importBlock(block: Block, secrets: SecretsPolicy = 'refuse', scopes?: readonly string[], state?: LayerState): ImportedBlock {
     return importBlock(this.writer, block, secrets, scopes, state)
