@@ -195,9 +195,9 @@ t.test('0, the last date and the largest safe count are valid and come back exac
 
 t.test('mutation: without the time check an origin or cooling time past the last date is stored (the store does not check those)', async (t) => {
   const m = mutant(
-    { file: 'store/transfer.ts', from: "eventTime: time(record, 'eventTime')", to: "eventTime: count(record, 'eventTime')" },
-    { file: 'store/transfer.ts', from: "capturedAt: time(record, 'capturedAt')", to: "capturedAt: count(record, 'capturedAt')" },
-    { file: 'store/transfer.ts', from: "time(record, 'coolNextAt')", to: "count(record, 'coolNextAt')" },
+    { file: 'store/export-format.ts', from: "eventTime: time(record, 'eventTime')", to: "eventTime: count(record, 'eventTime')" },
+    { file: 'store/export-format.ts', from: "capturedAt: time(record, 'capturedAt')", to: "capturedAt: count(record, 'capturedAt')" },
+    { file: 'store/export-format.ts', from: "time(record, 'coolNextAt')", to: "count(record, 'coolNextAt')" },
   )
   t.teardown(() => m.remove())
   const mod = await m.load<typeof import('../lib/store/transfer.ts')>('store/transfer.ts')
@@ -238,4 +238,44 @@ t.test('a line refused mid-batch: the batch is replayed line by line, and what t
   t.teardown(() => m.remove())
   const mutated = await run((await m.load<typeof import('../lib/store/transfer.ts')>('store/transfer.ts')).importJsonl)
   t.ok(mutated.result.blocksCreated > mutated.count && (mutated.result.redacted?.length ?? 0) > 1, 'mutation check: without restoring the state the first pass is counted again')
+})
+
+const TOKEN = `ghp_${'Zq7Xw2Kp9Lm4Nv8Rt3Ys6Bd1Fg5Hj0Ac2Ee'}`
+
+/** An export of a `secrets: allow` store: a plain note, a token in a note's text, a token in a note's tag. */
+function secretLines(): string[] {
+  const src = new BlockStore(tempStorePath('src-secrets'), { secrets: 'allow' })
+  src.commit({ text: 'billing 服务端口 8499' })
+  src.commit({ text: `the deploy token for the registry is ${TOKEN}` })
+  src.commit({ text: 'gateway 10.0.0.9 answers on 8443', source: `ci-token ${TOKEN}` })
+  const lines = [...exportJsonl(src)]
+  src.close()
+  return lines
+}
+
+/** What importing `lines` under `secrets` stores and reports. */
+async function importSecrets(importer: typeof importJsonl, lines: string[], secrets: 'refuse' | 'redact', Store: typeof BlockStore = BlockStore): Promise<{ failure?: { line: number, message: string }, masked: number, kept: boolean }> {
+  const dst = new Store(tempStorePath('dst-secrets'))
+  try {
+    const result = await importer(dst, lines, { secrets })
+    return { failure: result.failure, masked: result.redacted?.length ?? 0, kept: [...exportJsonl(dst)].some((l) => l.includes(TOKEN)) }
+  } finally {
+    dst.close()
+  }
+}
+
+t.test('a note is checked once when nothing in it is masked; refuse still refuses and redact still masks a credential in the text or a tag', async (t) => {
+  const lines = secretLines()
+  const refused = await importSecrets(importJsonl, lines, 'refuse')
+  t.same(refused, { failure: { line: 3, message: 'text contains credentials (github-token); import refuses them unless told to keep them (secrets allow) or mask them (secrets redact)' }, masked: 0, kept: false })
+  t.same((await importSecrets(importJsonl, [lines[0]!, lines[1]!, lines[3]!], 'refuse')).failure?.line, 3, 'a credential in a tag is refused too')
+  t.same(await importSecrets(importJsonl, lines, 'redact'), { failure: undefined, masked: 1, kept: false }, 'both masked (a masked text changes the note\'s id, a masked tag does not)')
+  // A tampered line holding a credential is refused for the tampering, as before: the exported text is checked first.
+  const tampered = lines[2]!.replace('the deploy token', 'the deploy  token')
+  t.match((await importSecrets(importJsonl, [lines[0]!, tampered], 'refuse')).failure, { line: 2, message: /is not the content address of its text/ })
+  const m = mutant({ file: 'store/import-rows.ts', from: "const policy = secrets === 'allow' ? 'allow' : 'redact'", to: "const policy = 'allow'" })
+  t.teardown(() => m.remove())
+  const mutated = (await m.load<typeof import('../lib/store/transfer.ts')>('store/transfer.ts')).importJsonl
+  const { BlockStore: MutantStore } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
+  t.same(await importSecrets(mutated, lines, 'refuse', MutantStore), { failure: undefined, masked: 0, kept: true }, 'mutation check: checked only as exported, the credentials are stored')
 })

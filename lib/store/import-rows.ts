@@ -7,8 +7,8 @@ import type { StatementSync } from 'node:sqlite'
 import { StableMemError } from '../errors.ts'
 import type { SecretsPolicy } from '../secrets.ts'
 import { nearKey } from '../text/near-key.ts'
-import { indexColumns } from './fts-columns.ts'
 import { checkCount, checkTime } from './import-numbers.ts'
+import type { LayerState } from './layers.ts'
 import type { SceneTable } from './scenes.ts'
 import { checkScopeKey, GLOBAL_SCOPE } from './scope-key.ts'
 import type { ScopeTable } from './scopes.ts'
@@ -25,6 +25,10 @@ export interface ImportHost {
   validate(input: CommitInput, prefix: string, secrets: SecretsPolicy): ValidRow
   /** Called after a write: the store's cached match counts are stale. */
   wrote(): void
+  /** Merges an imported layer and cooling state into an existing block's (`LayerTable.mergeState`). */
+  mergeState(id: string, state: LayerState): void
+  /** Indexes a new row's text: at the end of the import's batch, or now outside one (`import-batch.ts`). */
+  index(rowid: number, text: string): void
   readonly scopes: ScopeTable
   readonly scenes: SceneTable
   readonly chain: ChainAccess
@@ -52,14 +56,13 @@ export interface ImportedBlock {
  * for the caller to `adoptSuccessor` once that block arrives. `secrets` decides what happens to
  * credentials (see `ImportOptions`); a masked note is stored under its masked text's id, returned.
  * `scopes` are added to the block's memberships; a new block without them is global (exports
- * made before scopes existed).
+ * made before scopes existed). `state` is the block's layer and cooling state: a new block is
+ * written with it, an existing one merges it (`LayerTable.mergeState`); without it (exports made
+ * before layers existed) a new block is a stable note.
  */
-export function importBlock(host: ImportHost, block: Block, secrets: SecretsPolicy, scopes?: readonly string[]): ImportedBlock {
+export function importBlock(host: ImportHost, block: Block, secrets: SecretsPolicy, scopes?: readonly string[], state?: LayerState): ImportedBlock {
   const keys = (scopes ?? []).map((scope, i) => checkScopeKey(scope, `scopes[${i}]`))
-  const original = host.validate(block, '', 'allow')
-  if (original.text !== block.text) throw new StableMemError('invalid_input', 'text is not in canonical form (NFC, trimmed)')
-  if (original.id !== block.id) throw new StableMemError('invalid_input', `id ${String(block.id)} is not the content address of its text (expected ${original.id})`)
-  const row = secrets === 'allow' ? original : host.validate(block, '', 'redact')
+  const row = checkedRow(host, block, secrets)
   if (row.redacted.length > 0 && secrets === 'refuse') {
     throw new StableMemError('contains_secret', `text contains credentials (${row.redacted.join(', ')}); import refuses them unless told to keep them (secrets allow) or mask them (secrets redact)`)
   }
@@ -68,8 +71,9 @@ export function importBlock(host: ImportHost, block: Block, secrets: SecretsPoli
   const accessCount = checkCount(block.accessCount, 'accessCount')
   const lastAccessAt = block.lastAccessAt === null ? null : checkTime(block.lastAccessAt, 'lastAccessAt')
   const supersededBy = block.supersededBy === null ? null : checkTag(block.supersededBy, 'supersededBy', true, 'allow').value
-  const rowid = restoreRow(host, row, createdAt, updatedAt, accessCount, lastAccessAt)
+  const rowid = restoreRow(host, row, createdAt, updatedAt, accessCount, lastAccessAt, state)
   const created = rowid !== undefined
+  if (!created && state !== undefined) host.mergeState(row.id, state)
   const now = host.now()
   // A new block's rowid is known: its memberships need no id lookup, and it is above the counts' marks.
   if (created) for (const key of keys.length === 0 ? [GLOBAL_SCOPE] : keys) host.scopes.joinRowid(rowid, key, now)
@@ -83,20 +87,46 @@ export function importBlock(host: ImportHost, block: Block, secrets: SecretsPoli
 }
 
 /**
+ * The block checked and masked under `secrets`, after its text and id were checked as exported:
+ * canonical, and the content address of that text. One pass when nothing is masked (the masked
+ * row is then the exported one); a second, without masking, only to check the exported text of
+ * a block that holds credentials, or that the masking pass refused (its error comes after the
+ * exported text's own, as it would from a check in that order).
+ */
+function checkedRow(host: ImportHost, block: Block, secrets: SecretsPolicy): ValidRow {
+  const policy = secrets === 'allow' ? 'allow' : 'redact'
+  let row: ValidRow | undefined
+  let refused: unknown
+  try {
+    row = host.validate(block, '', policy)
+  } catch (error) {
+    refused = error
+  }
+  const original = row !== undefined && row.redacted.length === 0 ? row : host.validate(block, '', 'allow')
+  if (original.text !== block.text) throw new StableMemError('invalid_input', 'text is not in canonical form (NFC, trimmed)')
+  if (original.id !== block.id) throw new StableMemError('invalid_input', `id ${String(block.id)} is not the content address of its text (expected ${original.id})`)
+  if (row === undefined) throw refused
+  return row
+}
+
+/**
  * Inserts or merges one imported row (see `importBlock`); the new row's rowid, or undefined when
- * it merged into an existing one. The near-duplicate key is written with the row and no RETURNING
+ * it merged into an existing one. The near-duplicate key and the layer are written with the row (a
+ * second write of it for the layer was a tenth of an import's time at 100,000 notes), and no RETURNING
  * is asked for, as in commit; the block count is not folded here but once per batch
  * (`BlockStore.importTransaction`): `count()` is exact either way, and a fold per row (a count of
  * the rows above the mark and of the memberships above theirs) was a third of an import's time.
  */
 function restoreRow(host: ImportHost, row: { id: string, text: string, source: string, scene: string, semanticType: string },
-  createdAt: number, updatedAt: number, accessCount: number, lastAccessAt: number | null): number | undefined {
-  const insert = host.stmt('importInsert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, near_key)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
-  const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, nearKey(row.text))
+  createdAt: number, updatedAt: number, accessCount: number, lastAccessAt: number | null, state: LayerState | undefined): number | undefined {
+  const insert = host.stmt('importInsert', `INSERT INTO blocks (id, text, source, scene, semantic_type, created_at, updated_at, access_count, last_access_at, near_key,
+    layer, cool_state, cool_attempts, cool_next_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
+  const { layer, coolState, coolAttempts, coolNextAt } = state ?? { layer: 'stable', coolState: '', coolAttempts: 0, coolNextAt: 0 }
+  const inserted = insert.run(row.id, row.text, row.source, row.scene, row.semanticType, createdAt, updatedAt, accessCount, lastAccessAt, nearKey(row.text),
+    layer, coolState, coolAttempts, coolNextAt)
   if (Number(inserted.changes) === 1) {
     const rowid = Number(inserted.lastInsertRowid)
-    host.stmt('index', 'INSERT INTO blocks_fts (rowid, latin, cjk) VALUES (?, ?, ?)').run(rowid, ...indexColumns(row.text))
+    host.index(rowid, row.text)
     host.wrote()
     return rowid
   }

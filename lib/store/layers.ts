@@ -352,17 +352,12 @@ export class LayerTable {
   }
 
   /**
-   * Restores an imported block's layer and cooling state (inside the import's transaction). A
-   * block new to this store takes them as exported. A block both stores hold is `stable` if
-   * either side distilled or saved it (cooling never moves a block back to `cold`), with the
-   * larger attempt count and the later retry time.
+   * Merges an imported block's layer and cooling state into the block this store already holds
+   * (inside the import's transaction; a block new to this store is written with them,
+   * `lib/store/import-rows.ts`). It is `stable` if either side distilled or saved it (cooling
+   * never moves a block back to `cold`), with the larger attempt count and the later retry time.
    */
-  importState(id: string, state: LayerState, created: boolean): void {
-    if (created) {
-      this.host.stmt('layers.importState', 'UPDATE blocks SET layer = ?, cool_state = ?, cool_attempts = ?, cool_next_at = ? WHERE id = ?')
-        .run(state.layer, state.coolState, state.coolAttempts, state.coolNextAt, id)
-      return
-    }
+  mergeState(id: string, state: LayerState): void {
     this.host.stmt('layers.mergeState', `UPDATE blocks SET
       cool_state = CASE WHEN layer = 'stable' THEN cool_state WHEN ?1 = 'stable' THEN ?2 ELSE CASE WHEN ?2 <> '' THEN ?2 ELSE cool_state END END,
       layer = CASE WHEN ?1 = 'stable' THEN 'stable' ELSE layer END,

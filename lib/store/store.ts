@@ -14,6 +14,7 @@ import { DUPLICATE_POLICIES, NearKeys, type DuplicatePolicy } from './duplicates
 import { allEdges, edgesOf, insertEdge, type EdgeHost } from './edges.ts'
 import { FtsReads } from './fts-reads.ts'
 import { checkTime } from './import-numbers.ts'
+import { ImportBatches } from './import-batch.ts'
 import { importBlock, type ImportedBlock, type ImportHost } from './import-rows.ts'
 import { forgetBlocks, vacuumStore, type ForgetHost, type ForgetOptions, type ForgetResult, type ForgetTarget, type VacuumResult } from './forget.ts'
 import { ftsSegments, mergeDue, mergeIndex, mergeSlice, type MergeScope, type SliceOutcome, type UpkeepResult } from './fts-upkeep.ts'
@@ -21,7 +22,7 @@ import { removeIdleWalFiles } from './open-file.ts'
 import { DEFAULT_MAX_BLOCK_CHARS, fileBytes, openStore, type StoreOptions } from './open-store.ts'
 import { schemaVersion } from './schema.ts'
 import { pendingScrubs, scrub, type PendingScrubs, type ScrubOptions, type ScrubResult } from './scrub.ts'
-import { LayerTable, type Layer } from './layers.ts'
+import { LayerTable, type Layer, type LayerState } from './layers.ts'
 import { adopt, type ChainAccess } from './supersede.ts'
 import { ScopeTable } from './scopes.ts'
 import { SceneTable } from './scenes.ts'
@@ -70,6 +71,8 @@ export class BlockStore {
   private readonly fts: FtsReads
   /** What the commit path, import and the edge table use of this store (`commit.ts`, `import-rows.ts`, `edges.ts`). */
   private readonly writer: CommitHost & ImportHost & EdgeHost
+  /** Import's transactions and the index rows they write last (`import-batch.ts`). */
+  private readonly imports: ImportBatches
   private closed = false
 
   /** Opens (creating if needed) the store at `path`; `:memory:` gives a private in-memory store. */
@@ -94,6 +97,7 @@ export class BlockStore {
     })
     this.scopes = new ScopeTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), count: () => this.count() })
     this.scenes = new SceneTable({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), now: () => this.now(), dataVersion: () => this.dataVersion(), inTransaction: () => this.db.isTransaction, rollbacks: () => this.transactions.rollbacks })
+    this.imports = new ImportBatches({ stmt: (key, sql) => this.stmt(key, sql), transaction: (fn) => this.transaction(fn), savepoint: (fn) => this.transactions.savepoint(fn), foldCount: () => { this.foldCount() } })
     this.nearKeys = new NearKeys({ stmt: (key, sql) => this.stmt(key, sql) }, nearKey)
     this.browse = new BrowseTable({ stmt: (key, sql) => this.stmt(key, sql), count: () => this.count() })
     this.fts = new FtsReads({ stmt: (key, sql) => this.stmt(key, sql), exec: (sql) => { this.db.exec(sql) }, dataVersion: () => this.dataVersion() })
@@ -102,7 +106,8 @@ export class BlockStore {
       validate: (input, prefix, secrets?: SecretsPolicy) => validateInput(input, prefix, secrets ?? this.secrets, this.maxBlockChars),
       get: (id) => this.get(id), hasBlock: (id) => this.get(id) !== undefined,
       link: (edge, createdAt) => { insertEdge(this.writer, edge, createdAt, false) },
-      foldCount: () => { this.foldCount() }, wrote: () => { this.fts.forgetCounts() },
+      foldCount: () => { this.foldCount() }, wrote: () => { this.fts.forgetCounts() }, index: (rowid, text) => { this.imports.index(rowid, text) },
+      mergeState: (id, state) => { this.layers.mergeState(id, state) },
       secrets: this.secrets, duplicates: this.duplicates, nearKeys: this.nearKeys, scopes: this.scopes, scenes: this.scenes, chain: this.chain,
     }
   }
@@ -358,24 +363,22 @@ export class BlockStore {
   }
 
   /**
-   * Restores one exported block exactly (id, text, tags, times, access statistics), merging into
-   * an existing block of the same id; call it inside `transaction` (`importTransaction`) to restore
-   * many blocks in one write. The rules are in `lib/store/import-rows.ts`.
+   * Restores one exported block exactly (id, text, tags, times, access statistics, layer),
+   * merging into an existing block of the same id; call it inside `transaction`
+   * (`importTransaction`) to restore many blocks in one write. The rules are in
+   * `lib/store/import-rows.ts`.
    */
-  importBlock(block: Block, secrets: SecretsPolicy = 'refuse', scopes?: readonly string[]): ImportedBlock {
-    return importBlock(this.writer, block, secrets, scopes)
+  importBlock(block: Block, secrets: SecretsPolicy = 'refuse', scopes?: readonly string[], state?: LayerState): ImportedBlock {
+    return importBlock(this.writer, block, secrets, scopes, state)
   }
 
   /**
-   * Runs one batch of an import in one transaction (`transaction`) and folds the block and scope
-   * counts once at its end, instead of once per restored block (see `restoreRow`).
+   * Runs one batch of an import in one transaction (`transaction`): the index rows of its new
+   * blocks are written after them, under the bulk options when many, and the block and scope
+   * counts folded once at its end (lib/store/import-batch.ts).
    */
   importTransaction<T>(fn: () => T): T {
-    return this.transaction(() => {
-      const result = fn()
-      this.foldCount()
-      return result
-    })
+    return this.imports.run(fn)
   }
 
   /** Restores an imported `supersededBy` whose block arrived later in the file (see `importBlock`). */
@@ -388,7 +391,7 @@ export class BlockStore {
    * undone. Import applies each line this way, so a refused line leaves nothing half-written.
    */
   savepoint<T>(fn: () => T): T {
-    return this.transactions.savepoint(fn)
+    return this.imports.savepoint(fn)
   }
 
   /**

@@ -9,27 +9,29 @@ import { StableMemError } from '../errors.ts'
 import { applySecretsPolicy, type SecretsPolicy } from '../secrets.ts'
 import { LINE_BREAK } from '../text/invisible.ts'
 import { escapeForDisplay, jsonForDisplay } from '../text/terminal.ts'
-import { checkCount, checkTime } from './import-numbers.ts'
-import type { Layer, LayerState, Origin } from './layers.ts'
+import { EXPORT_FORMAT, EXPORT_VERSION, parseRecord, type ImportRecord } from './export-format.ts'
+import type { Origin } from './layers.ts'
 import type { BlockStore } from './store.ts'
 import { checkTag } from './tags.ts'
-import type { Block, Edge } from './types.ts'
 
-/** The `format` field of the header line. */
-export const EXPORT_FORMAT = 'dsh-stablemem'
-/**
- * The export format version this code writes and the newest it reads. Version 2 added the block's
- * `layer` and cooling state and the `origin` records; version 1 files (every block a stable note)
- * still import.
- */
-export const EXPORT_VERSION = 2
+export { EXPORT_FORMAT, EXPORT_VERSION } from './export-format.ts'
 
 /**
- * Lines written to the store per transaction while importing: each commit writes the index's
- * pending terms out as a segment, so fewer, larger transactions are cheaper (docs/benchmarks.md,
- * "Import").
+ * Lines an import writes per transaction, at most: each batch is written in the bulk path's shape
+ * (lib/store/import-batch.ts), and larger batches cost less (at 100,000 notes, CPU per import:
+ * batches of 10,000 +15%, 25,000 +6–13%, 50,000 +7% against one batch of 100,000), but a batch
+ * holds the write lock while it is written, and every other writer of the file waits for it for
+ * at most its busy timeout (5 s): a batch of 50,000 took 2–3 s on a loaded machine, one of
+ * 100,000 about 5 s (docs/decisions.md, D26).
  */
-const IMPORT_BATCH = 10_000
+const IMPORT_BATCH = 50_000
+
+/**
+ * Characters of line text a batch holds at most, whatever its line count: the batch's records
+ * wait in memory until it is written, and a line may be 16 MiB, so 50,000 long notes would not fit
+ * (a 1M-line import holds one batch at a time, never the file).
+ */
+const IMPORT_BATCH_CHARS = 32 << 20
 
 /** Counts of one export. */
 export interface ExportCounts {
@@ -152,26 +154,33 @@ export interface ImportOptions {
   secrets?: SecretsPolicy
   /** Import notes this store forgot (tombstoned by `forget`) and their edges too. */
   includeForgotten?: boolean
+  /** Lines a transaction holds at most (default `IMPORT_BATCH`); the kill tests cross batches with fewer. */
+  batchLines?: number
 }
 
 /**
- * Restores a JSON Lines export into `store`. Lines are applied in batches of one transaction
- * each, every line in its own savepoint; the first malformed or refused line stops the import,
- * and the result names it while every line before it stays imported. Blank lines are skipped; the
- * header, when present, must be the first line and of a version this code reads. An error thrown
- * by `lines` itself (a line that is not UTF-8, or too long) is the next line's failure.
- * Re-importing the same file changes nothing. Notes this store forgot (tombstoned by `forget`)
- * and their edges are skipped and counted, unless `includeForgotten`.
+ * Restores a JSON Lines export into `store`. Lines are applied in batches of one transaction each
+ * (`IMPORT_BATCH` lines or `IMPORT_BATCH_CHARS` of text, whichever comes first), in the bulk
+ * path's shape (`BlockStore.importTransaction`); a batch with a refused line is rolled back and
+ * replayed line by line, each line in its own savepoint. The first malformed or refused line
+ * stops the import, and the result names it while every line before it stays imported. Blank
+ * lines are skipped; the header, when present, must be the first line and of a version this code
+ * reads. An error thrown by `lines` itself (a line that is not UTF-8, or too long) is the next
+ * line's failure. Re-importing the same file changes nothing. Notes this store forgot (tombstoned
+ * by `forget`) and their edges are skipped and counted, unless `includeForgotten`.
  */
 export async function importJsonl(store: BlockStore, lines: AsyncIterable<string> | Iterable<string>, options: ImportOptions = {}): Promise<ImportResult> {
   const result: ImportResult = { lines: 0, blocksCreated: 0, blocksMerged: 0, edgesCreated: 0, edgesExisting: 0 }
   const every = options.progressEvery ?? 1000
   const state: ImportState = { secrets: options.secrets ?? 'refuse', renamed: new Map(), pending: new Map() }
+  const batchLines = options.batchLines ?? IMPORT_BATCH
   let batch: Array<{ line: number, record: ImportRecord }> = []
+  let batchChars = 0
   const includeForgotten = options.includeForgotten === true
   const flush = (): boolean => {
     const pending = batch
     batch = []
+    batchChars = 0
     if (pending.length === 0) return true
     // The usual case, every line good: one transaction, no savepoint a line (each savepoint made
     // FTS5 write its pending terms out as a segment of its own, a third of an import's time).
@@ -220,7 +229,8 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
         break
       }
       if (record !== undefined) batch.push({ line: lineNo, record })
-      if (batch.length >= IMPORT_BATCH && !flush()) break
+      batchChars += text.length
+      if ((batch.length >= batchLines || batchChars >= IMPORT_BATCH_CHARS) && !flush()) break
       if (options.onProgress && lineNo % every === 0) options.onProgress({ lines: lineNo })
     }
   } catch (error) {
@@ -258,113 +268,6 @@ interface ImportState {
   pending: Map<string, { line: number, successor: string, ids: string[] }>
 }
 
-type ImportRecord = { kind: 'block', block: Block, scopes?: string[], state?: LayerState }
-  | { kind: 'edge', edge: Edge }
-  | { kind: 'origin', origin: Origin & { blockId: string, capturedAt: number } }
-
-/** Parses one line; undefined for the header. Throws with a plain message on anything else. */
-function parseRecord(text: string, lineNo: number): ImportRecord | undefined {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    throw new StableMemError('invalid_input', 'not valid JSON')
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new StableMemError('invalid_input', 'not a JSON object')
-  const record = value as Record<string, unknown>
-  switch (record.record) {
-    case 'header':
-      if (lineNo !== 1) throw new StableMemError('invalid_input', 'a header is only allowed on the first line')
-      if (record.format !== EXPORT_FORMAT) throw new StableMemError('invalid_input', `not a ${EXPORT_FORMAT} export (format ${JSON.stringify(record.format)})`)
-      if (!Number.isSafeInteger(record.version) || (record.version as number) < 1) {
-        throw new StableMemError('invalid_input', `header version must be a whole number from 1, not ${JSON.stringify(record.version)}`)
-      }
-      if ((record.version as number) > EXPORT_VERSION) {
-        throw new StableMemError('invalid_input', `export version ${String(record.version)} is newer than this dsh-stablemem reads (${EXPORT_VERSION}); upgrade the package`)
-      }
-      return undefined
-    case 'block':
-      return {
-        kind: 'block',
-        block: {
-          id: field(record, 'id'), text: field(record, 'text'),
-          source: field(record, 'source'), scene: field(record, 'scene'),
-          semanticType: field(record, 'semanticType'),
-          createdAt: time(record, 'createdAt'), updatedAt: time(record, 'updatedAt'),
-          accessCount: count(record, 'accessCount'),
-          lastAccessAt: record.lastAccessAt === null ? null : time(record, 'lastAccessAt'),
-          // Absent in exports made before supersede existed: such a block is current.
-          supersededBy: record.supersededBy === undefined || record.supersededBy === null ? null : field(record, 'supersededBy'),
-        },
-        // Absent in exports made before scopes existed: such a block is imported as global.
-        ...(record.scopes === undefined ? {} : { scopes: scopeList(record.scopes) }),
-        // Absent in exports made before layers existed (version 1): such a block is a stable note.
-        ...(record.layer === undefined ? {} : { state: layerState(record) }),
-      }
-    case 'origin':
-      return {
-        kind: 'origin',
-        origin: {
-          blockId: field(record, 'blockId'), sessionId: field(record, 'sessionId'),
-          seq: count(record, 'seq'), eventType: field(record, 'eventType'), role: field(record, 'role'),
-          eventTime: time(record, 'eventTime'), compactionId: field(record, 'compactionId'), capturedAt: time(record, 'capturedAt'),
-        },
-      }
-    case 'edge':
-      return {
-        kind: 'edge',
-        edge: {
-          sourceKind: field(record, 'sourceKind'), sourceId: field(record, 'sourceId'),
-          targetKind: field(record, 'targetKind'), targetId: field(record, 'targetId'),
-          type: field(record, 'type'), createdAt: time(record, 'createdAt'),
-        },
-      }
-    default:
-      throw new StableMemError('invalid_input', `unknown record ${JSON.stringify(record.record)} (expected header, block, edge or origin)`)
-  }
-}
-
-/** A record field that must be a string (ids, text, tags, labels; their content is checked where they are stored). */
-function field(record: Record<string, unknown>, name: string): string {
-  const value = record[name]
-  if (typeof value !== 'string') throw new StableMemError('invalid_input', `${String(record.record)} field ${name} must be a string`)
-  return value
-}
-
-/**
- * A record field that is a count (`accessCount`, `coolAttempts`, `seq`), checked here so the
- * error names the record and field; the rules are the store's (`import-numbers.ts`).
- */
-function count(record: Record<string, unknown>, name: string): number {
-  return checkCount(record[name], `${String(record.record)} field ${name}`)
-}
-
-/** A record field that is a time in ms since the epoch (every `…At` and `eventTime`), as `count`. */
-function time(record: Record<string, unknown>, name: string): number {
-  return checkTime(record[name], `${String(record.record)} field ${name}`)
-}
-
-/** The layer and cooling state of a block record (cooling fields absent: never tried). */
-function layerState(record: Record<string, unknown>): LayerState {
-  const layer = record.layer
-  if (layer !== 'stable' && layer !== 'cold') throw new StableMemError('invalid_input', `block field layer must be "stable" or "cold", not ${JSON.stringify(layer)}`)
-  const coolState = record.coolState === undefined ? '' : field(record, 'coolState')
-  if (!['', 'distilled', 'undistilled'].includes(coolState)) throw new StableMemError('invalid_input', `block field coolState must be "", "distilled" or "undistilled", not ${JSON.stringify(coolState)}`)
-  return {
-    layer: layer as Layer, coolState,
-    coolAttempts: record.coolAttempts === undefined ? 0 : count(record, 'coolAttempts'),
-    coolNextAt: record.coolNextAt === undefined ? 0 : time(record, 'coolNextAt'),
-  }
-}
-
-/** The `scopes` field of a block record: a non-empty array of strings (the store checks each key). */
-function scopeList(value: unknown): string[] {
-  if (!Array.isArray(value) || value.length === 0 || !value.every((s) => typeof s === 'string')) {
-    throw new StableMemError('invalid_input', 'block field scopes must be a non-empty array of scope strings')
-  }
-  return value as string[]
-}
-
 function apply(store: BlockStore, record: ImportRecord, line: number, state: ImportState, result: ImportResult, includeForgotten: boolean): void {
   if (!includeForgotten && forgottenRecord(store, record)) {
     const field = record.kind === 'block' ? 'blocksForgotten' : record.kind === 'edge' ? 'edgesForgotten' : 'originsForgotten'
@@ -388,7 +291,7 @@ function apply(store: BlockStore, record: ImportRecord, line: number, state: Imp
   }
   const { block } = record
   const successor = block.supersededBy === null ? null : renamed(state, block.supersededBy)
-  const imported = store.importBlock({ ...block, supersededBy: successor }, state.secrets, record.scopes)
+  const imported = store.importBlock({ ...block, supersededBy: successor }, state.secrets, record.scopes, record.state)
   if (imported.id !== block.id) {
     state.renamed.set(block.id, imported.id)
     result.redacted ??= []
@@ -404,7 +307,6 @@ function apply(store: BlockStore, record: ImportRecord, line: number, state: Imp
     for (const id of waiters.ids) store.adoptSuccessor(id, imported.id)
     state.pending.delete(block.id)
   }
-  if (record.state !== undefined) store.layers.importState(imported.id, record.state, imported.created)
   if (imported.created) result.blocksCreated++
   else result.blocksMerged++
 }

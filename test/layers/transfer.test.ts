@@ -149,7 +149,7 @@ t.test('the import\'s secrets policy: captured text and origin labels are refuse
 })
 
 t.test('mutation: without restoring the layer an imported cold block arrives as a note', async (t) => {
-  const m = mutant({ file: 'store/transfer.ts', from: 'if (record.state !== undefined) store.layers.importState(imported.id, record.state, imported.created)', to: '' })
+  const m = mutant({ file: 'store/transfer.ts', from: 'state.secrets, record.scopes, record.state)', to: 'state.secrets, record.scopes)' })
   t.teardown(() => m.remove())
   const mod = await m.load<typeof import('../../lib/store/transfer.ts')>('store/transfer.ts')
   const { BlockStore: MutantStore } = await m.load<typeof import('../../lib/store/store.ts')>('store/store.ts')
