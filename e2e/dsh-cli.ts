@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { MARKER_FILE, installDsh } from '../lib/cli/dsh-installer.ts'
 import { ensureBuilt } from '../test/helpers/build.ts'
+import { underLock } from '../test/helpers/lock.ts'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -24,9 +25,12 @@ export const DSH_CACHE = join(PACKAGE_ROOT, '.cache', 'dsh-e2e')
  * and copy the new package-lock.json back.
  */
 export function ensureDsh(log: (line: string) => void): string {
-  const marker = join(DSH_CACHE, MARKER_FILE)
-  if (existsSync(DSH_CACHE) && !existsSync(marker)) rmSync(DSH_CACHE, { recursive: true, force: true }) // an install by an older version of this file
-  const result = installDsh(DSH_CACHE, { log })
+  // One e2e file installs at a time (they run two at once); the others then reuse its install.
+  const result = underLock(join(PACKAGE_ROOT, '.cache', 'dsh-e2e.lock'), 'the e2e dsh install', () => {
+    const marker = join(DSH_CACHE, MARKER_FILE)
+    if (existsSync(DSH_CACHE) && !existsSync(marker)) rmSync(DSH_CACHE, { recursive: true, force: true }) // an install by an older version of this file
+    return installDsh(DSH_CACHE, { log })
+  })
   log(result.outcome === 'unchanged' ? `reusing the dsh install in ${DSH_CACHE}` : `installed dsh into ${DSH_CACHE}`)
   return result.bin
 }

@@ -5,9 +5,10 @@
  * files); now the first one that finds `dist/` stale builds it under a lock and the others reuse it.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { underLock } from './lock.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const lock = join(root, '.cache', 'build.lock')
@@ -33,39 +34,10 @@ function fresh(): boolean {
   })
 }
 
-/** Blocks the thread for `ms` (the lock wait; nothing else runs in the test meanwhile). */
-function sleep(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
-}
-
-/** Whether process `pid` still runs. */
-function alive(pid: number): boolean {
-  try { process.kill(pid, 0); return true } catch { return false }
-}
-
 /** Runs `npm run build` unless `dist/` is already current; one test process builds at a time. */
 export function ensureBuilt(): void {
-  const deadline = Date.now() + 10 * 60_000
-  for (;;) {
-    if (fresh()) return
-    try {
-      mkdirSync(lock, { recursive: false })
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') { mkdirSync(join(root, '.cache'), { recursive: true }); continue }
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      let holder = 0
-      try { holder = Number(readFileSync(join(lock, 'pid'), 'utf8')) } catch { /* not written yet, or the lock is gone */ }
-      if (holder > 0 && !alive(holder)) rmSync(lock, { recursive: true, force: true }) // its builder died
-      if (Date.now() > deadline) throw new Error(`dist/ still being built by process ${holder} after 10 minutes (lock ${lock})`)
-      sleep(250)
-      continue
-    }
-    try {
-      writeFileSync(join(lock, 'pid'), String(process.pid))
-      if (!fresh()) execFileSync('npm', ['run', 'build'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] }) // tsc's errors come on stdout, in the thrown error
-    } finally {
-      rmSync(lock, { recursive: true, force: true })
-    }
-    return
-  }
+  if (fresh()) return
+  underLock(lock, 'dist/ being built', () => {
+    if (!fresh()) execFileSync('npm', ['run', 'build'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] }) // tsc's errors come on stdout, in the thrown error
+  })
 }
