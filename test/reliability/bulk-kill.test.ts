@@ -8,12 +8,12 @@
  * option is not left at the bulk value, and the next bulk commit works.
  */
 import { copyFileSync } from 'node:fs'
-import { DatabaseSync } from 'node:sqlite'
 import t, { type Test } from 'tap'
 import { blockId } from '../../lib/store/block-id.ts'
 import { BULK_NOTES } from '../../lib/store/fts-bulk.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { canonicalText } from '../../lib/text/normalize.ts'
+import { hashSize } from '../helpers/fts-index.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 import { startFixture } from './child.ts'
 import { bulkNote } from './fixtures/bulk-notes.ts'
@@ -48,16 +48,6 @@ async function killRound(label: string, when: (child: ReturnType<typeof startFix
   const { signal } = await child.exited
   if (signal !== 'SIGKILL') throw new Error(`${label}: the child ended by ${String(signal)}, not by the kill: ${child.lines.join(' | ')}`)
   return { lines: child.lines, path }
-}
-
-/** The stored `hashsize` option of the index (FTS5's default 1 MiB when absent). */
-function hashSize(path: string): number {
-  const db = new DatabaseSync(path, { readOnly: true })
-  try {
-    return Number((db.prepare("SELECT v FROM blocks_fts_config WHERE k = 'hashsize'").get() as { v: number } | undefined)?.v ?? 1 << 20)
-  } finally {
-    db.close()
-  }
 }
 
 /** The properties after a kill, then one more bulk commit on the same file. */

@@ -8,13 +8,13 @@
  * index option is not left at the bulk value, and importing the file again completes it.
  */
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs'
-import { DatabaseSync } from 'node:sqlite'
 import t, { type Test } from 'tap'
 import { blockId } from '../../lib/store/block-id.ts'
 import { BULK_NOTES } from '../../lib/store/fts-bulk.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { exportJsonl, importJsonl } from '../../lib/store/transfer.ts'
 import { canonicalText } from '../../lib/text/normalize.ts'
+import { hashSize } from '../helpers/fts-index.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 import { startFixture } from './child.ts'
 import { bulkNote } from './fixtures/bulk-notes.ts'
@@ -53,16 +53,6 @@ async function killRound(label: string, when: (child: ReturnType<typeof startFix
   const { signal } = await child.exited
   if (signal !== 'SIGKILL') throw new Error(`${label}: the child ended by ${String(signal)}, not by the kill: ${child.lines.join(' | ')}`)
   return { path, lines: child.lines }
-}
-
-/** The stored `hashsize` option of the index (FTS5's default 1 MiB when absent). */
-function hashSize(path: string): number {
-  const db = new DatabaseSync(path, { readOnly: true })
-  try {
-    return Number((db.prepare("SELECT v FROM blocks_fts_config WHERE k = 'hashsize'").get() as { v: number } | undefined)?.v ?? 1 << 20)
-  } finally {
-    db.close()
-  }
 }
 
 /** The properties after a kill, then the same import again on the same file. */

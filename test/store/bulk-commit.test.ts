@@ -8,11 +8,11 @@
  * checks: without the bulk options the batch is several segments; without the restore the option
  * stays at the bulk value.
  */
-import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
 import { BULK_NOTES } from '../../lib/store/fts-bulk.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import type { CommitInput } from '../../lib/store/types.ts'
+import { hashSize, segments } from '../helpers/fts-index.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 
@@ -42,26 +42,6 @@ function batch(): CommitInput[] {
       source: 'bulk-test',
     }
   })
-}
-
-/** How many segments the index holds. */
-function segments(path: string): number {
-  const db = new DatabaseSync(path, { readOnly: true })
-  try {
-    return Number((db.prepare('SELECT count(DISTINCT segid) AS n FROM blocks_fts_idx').get() as { n: number }).n)
-  } finally {
-    db.close()
-  }
-}
-
-/** The stored `hashsize` option of the index (FTS5's default 1 MiB when absent). */
-function hashSize(path: string): number {
-  const db = new DatabaseSync(path, { readOnly: true })
-  try {
-    return Number((db.prepare("SELECT v FROM blocks_fts_config WHERE k = 'hashsize'").get() as { v: number } | undefined)?.v ?? 1 << 20)
-  } finally {
-    db.close()
-  }
 }
 
 /** A store holding `before`, its index merged into one segment. */

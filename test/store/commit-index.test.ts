@@ -6,21 +6,11 @@
  * per note, which merges then rewrote: a batched commit ran at a third of the raw floor. What is
  * checked here is the structure, not a time: one batch, one segment.
  */
-import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
 import { BlockStore } from '../../lib/store/store.ts'
+import { segments } from '../helpers/fts-index.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
-
-/** How many segments the index holds (each segment has its own id in the `_idx` table). */
-function segments(path: string): number {
-  const db = new DatabaseSync(path, { readOnly: true })
-  try {
-    return Number((db.prepare('SELECT count(DISTINCT segid) AS n FROM blocks_fts_idx').get() as { n: number }).n)
-  } finally {
-    db.close()
-  }
-}
 
 const notes = Array.from({ length: 120 }, (_, i) => ({ text: `note ${i}: the service on host-${i} listens on port ${8000 + i}, 服务 编号 ${i}`, scene: 'deploy' }))
 

@@ -8,12 +8,12 @@
  * Mutation checks: without the bulk options, with the index rows written beside the block rows,
  * and without dropping a rolled-back line's queued index row.
  */
-import { DatabaseSync } from 'node:sqlite'
 import t from 'tap'
 import { blockId } from '../../lib/store/block-id.ts'
 import { BULK_NOTES } from '../../lib/store/fts-bulk.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { exportJsonl, importJsonl } from '../../lib/store/transfer.ts'
+import { hashSize, segments } from '../helpers/fts-index.ts'
 import { tempStorePath } from '../helpers/harness.ts'
 import { mutant } from '../helpers/mutant.ts'
 
@@ -44,26 +44,6 @@ const lines: string[] = (() => {
   src.close()
   return out
 })()
-
-/** How many segments the index holds. */
-function segments(path: string): number {
-  const db = new DatabaseSync(path, { readOnly: true })
-  try {
-    return Number((db.prepare('SELECT count(DISTINCT segid) AS n FROM blocks_fts_idx').get() as { n: number }).n)
-  } finally {
-    db.close()
-  }
-}
-
-/** The stored `hashsize` option of the index (FTS5's default 1 MiB when absent). */
-function hashSize(path: string): number {
-  const db = new DatabaseSync(path, { readOnly: true })
-  try {
-    return Number((db.prepare("SELECT v FROM blocks_fts_config WHERE k = 'hashsize'").get() as { v: number } | undefined)?.v ?? 1 << 20)
-  } finally {
-    db.close()
-  }
-}
 
 /** A store already holding some of the file's notes (merged by the import, with other tags and times), its index merged into one segment. */
 function seeded(Store: typeof BlockStore): { path: string, store: BlockStore } {
