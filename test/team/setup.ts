@@ -24,7 +24,18 @@ export interface TeamDb {
   role(role: string, namespace: string): Promise<TeamRole>
   /** A client logged in as `as` (on the team database unless another is named); the caller ends it. */
   connect(as: TeamRole, database?: string): Promise<pg.Client>
+  /**
+   * Another database on the same server, migrated by `schema` (a mutant's copy of
+   * lib/team/schema.ts in a mutation check) with each of `roles` granted its namespace there.
+   */
+  migratedDatabase(name: string, schema: TeamSchema, roles: readonly TeamRole[]): Promise<void>
   stop(): Promise<void>
+}
+
+/** The schema functions a database is set up with (lib/team/schema.ts or a mutant's copy). */
+export interface TeamSchema {
+  migrateTeamSchema: typeof migrateTeamSchema
+  grantTeam: typeof grantTeam
 }
 
 let envSerial = 0
@@ -62,6 +73,15 @@ export async function startTeamDb(database = 'team'): Promise<TeamDb> {
       const client = new pg.Client({ host: '127.0.0.1', port: server.port, user: as.role, password: as.password, database: other })
       await client.connect()
       return client
+    },
+    async migratedDatabase(name, schema, roles) {
+      const admin = await server.admin()
+      await admin.query(`CREATE DATABASE ${name}`)
+      await admin.end()
+      const owner = await server.admin(name)
+      await schema.migrateTeamSchema(owner, name)
+      for (const role of roles) await schema.grantTeam(owner, role.role, role.namespace)
+      await owner.end()
     },
     stop: () => server.stop(),
   }
