@@ -10,7 +10,7 @@
  * context after the human message, a scripted model that also writes compaction summaries) with
  * the plugin mounted on its own copy of the store. Two sides (the working tree's `lib/` and
  * another build of it, e.g. a git ref's) take turns one by one, in alternating order, so load hits
- * both alike. The brackets are `bench/prestep.ts`'s (the listener's time in the `agent/pre-step`
+ * both alike. The brackets are `bench/prestep.ts`'s (`bracketPlugin`) (the listener's time in the `agent/pre-step`
  * and `system-prompt/assemble` waterfalls, wall and CPU); inside them, the recall
  * (`service.recall`), the repeat memory (`ShownNotes.inContext` + `remember`), the conversation
  * memory (`earlier` + `remember`) and the time from the latter to the recall (the session's place:
@@ -20,7 +20,7 @@ import { copyFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Context } from '@deepseek-ai/cordis'
-import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
+import type { Agent } from '@deepseek-ai/dsh-agent'
 import AgentLoop from '@deepseek-ai/dsh-agent-loop'
 import { mountAgentLoopTestDependencies } from '@deepseek-ai/dsh-agent-loop-testkit'
 import { BasicCompactionEngine } from '@deepseek-ai/dsh-compaction-basic'
@@ -30,7 +30,8 @@ import type * as Plugin from '../lib/index.ts'
 import { untraced } from '../lib/plugin/untraced.ts'
 import { realContext, userMessage } from '../test/helpers/harness.ts'
 import { WindowedAdapter } from '../test/helpers/windowed.ts'
-import { cpuMs, nowMs, percentile, round } from './stats.ts'
+import { bracketPlugin } from './prestep.ts'
+import { percentile, round, stopwatch } from './stats.ts'
 
 /** One turn of the long session on one side: ms of wall and CPU time, and the log's size before it. */
 export interface TurnSample {
@@ -57,19 +58,12 @@ interface Side {
   dispose(): Promise<void>
 }
 
-/** A clock pair: wall and CPU ms since `start()`. */
-function clock() {
-  const wall = nowMs()
-  const cpu = process.cpuUsage()
-  return { wall: () => nowMs() - wall, cpu: () => cpuMs(cpu) }
-}
-
 /** Wraps `owner[name]` so every call adds its wall and CPU time to `into`; `after` runs when it returns. */
 function timeMethod(owner: Record<string, unknown>, name: string, into: (wall: number, cpu: number) => void, before?: () => void): void {
   const original = owner[name] as (...args: unknown[]) => unknown
   owner[name] = function (this: unknown, ...args: unknown[]) {
     before?.()
-    const c = clock()
+    const c = stopwatch()
     const result = original.apply(this, args)
     if (result instanceof Promise) return result.finally(() => into(c.wall(), c.cpu()))
     into(c.wall(), c.cpu())
@@ -90,54 +84,15 @@ async function mountSide(build: Build, storePath: string, contextWindow: number)
   await ctx.plugin(BasicCompactionEngine, { thresholdRatio: 0.5, retainTokens: Math.round(contextWindow * 0.1) })
   await ctx.plugin(realContext)
   let sample = emptySample()
-  let innerMs = 0
-  let innerCpuMs = 0
-  // INNER (prepended before the plugin mounts, so the plugin's prepended listener lands in front of it), as in bench/prestep.ts.
-  ctx.on('agent/pre-step', async (_payload, next): Promise<PreStepDecision> => {
-    const c = clock()
-    const decision = await next()
-    innerMs = c.wall()
-    innerCpuMs = c.cpu()
-    return decision
-  }, { prepend: true })
-  const fiber = await ctx.plugin(mod, mod.resolveConfig({ path: storePath }))
-  await fiber
+  const fiber = await bracketPlugin(ctx, async () => {
+    const fiber = await ctx.plugin(mod, mod.resolveConfig({ path: storePath }))
+    await fiber
+    return fiber
+  }, (wall, cpu) => { sample.wall += wall; sample.cpu += cpu })
   const adapter = new WindowedAdapter(contextWindow)
   ctx.llm.registerAdapter(['mock'], adapter)
-  let assembleInnerMs = 0
-  let assembleInnerCpuMs = 0
-  let assembleMs = 0
-  let assembleCpuMs = 0
-  ctx.on('system-prompt/assemble', async (_assembly, _context, next) => {
-    const c = clock()
-    const result = await next()
-    assembleInnerMs = c.wall()
-    assembleInnerCpuMs = c.cpu()
-    return result
-  })
-  // Every step's assemble runs right before its pre-step: the last one seen is the step's.
-  ctx.on('system-prompt/assemble', async (_assembly, _context, next) => {
-    const c = clock()
-    assembleInnerMs = Number.NaN
-    const result = await next()
-    assembleMs = c.wall() - assembleInnerMs
-    assembleCpuMs = c.cpu() - assembleInnerCpuMs
-    return result
-  }, { prepend: true })
-  ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
-    const c = clock()
-    innerMs = Number.NaN
-    const decision = await next()
-    const wall = c.wall()
-    const cpu = c.cpu()
-    if (payload.step === 1) {
-      sample.wall += wall - innerMs + assembleMs
-      sample.cpu += cpu - innerCpuMs + assembleCpuMs
-    }
-    return decision
-  }, { prepend: true })
   // The parts, timed where they run (the wrappers' own cost, well under a µs a call, falls on the parts).
-  let placeFrom: ReturnType<typeof clock> | undefined
+  let placeFrom: ReturnType<typeof stopwatch> | undefined
   const shownProto = ShownNotes.prototype as unknown as Record<string, unknown>
   const conversationProto = ConversationMemory.prototype as unknown as Record<string, unknown>
   const addShown = (w: number, c: number) => { sample.shown += w; sample.shownCpu += c }
@@ -145,7 +100,7 @@ async function mountSide(build: Build, storePath: string, contextWindow: number)
   timeMethod(shownProto, 'inContext', addShown)
   timeMethod(shownProto, 'remember', addShown)
   timeMethod(conversationProto, 'earlier', addConversation)
-  timeMethod(conversationProto, 'remember', (w, c) => { addConversation(w, c); placeFrom = clock() })
+  timeMethod(conversationProto, 'remember', (w, c) => { addConversation(w, c); placeFrom = stopwatch() })
   timeMethod(untraced(ctx.stablemem) as unknown as Record<string, unknown>, 'recall', (w, c) => { sample.recall += w; sample.recallCpu += c }, () => {
     if (placeFrom !== undefined) { sample.place += placeFrom.wall(); sample.placeCpu += placeFrom.cpu(); placeFrom = undefined }
   })

@@ -18,7 +18,7 @@ import { mountAgentLoopTestDependencies } from '@deepseek-ai/dsh-agent-loop-test
 import { SessionId } from '@deepseek-ai/dsh-session'
 import * as plugin from '../lib/index.ts'
 import { ScriptedAdapter, reply, userMessage } from '../test/helpers/harness.ts'
-import { cpuMs, nowMs } from './stats.ts'
+import { stopwatch } from './stats.ts'
 
 /** Per-turn overhead samples (ms, wall and CPU), and how many of all turns (warm-up included) got an injected recall. */
 export interface PreStepResult {
@@ -39,63 +39,14 @@ export async function measurePreStep(storePath: string, queries: readonly string
   const ctx = new Context()
   await mountAgentLoopTestDependencies(ctx)
   await ctx.plugin(AgentLoop, { agents: [] })
-  let innerStart = 0
-  let innerMs = 0
-  let innerCpu = process.cpuUsage()
-  let innerCpuMs = 0
-  // INNER: registered (prepend) before the plugin, so the plugin's prepended listener lands in front of it.
-  ctx.on('agent/pre-step', async (_payload, next): Promise<PreStepDecision> => {
-    innerStart = nowMs()
-    innerCpu = process.cpuUsage()
-    const decision = await next()
-    innerMs = nowMs() - innerStart
-    innerCpuMs = cpuMs(innerCpu)
-    return decision
-  }, { prepend: true })
-  const fiber = await ctx.plugin(plugin, plugin.resolveConfig({ path: storePath }))
-  await fiber
-  ctx.llm.registerAdapter(['mock'], adapter)
-  // The same bracket around the plugin's (appended, so innermost so far) assemble listener.
-  let assembleInnerMs = 0
-  let assembleMs = 0
-  let assembleInnerCpuMs = 0
-  let assembleCpuMs = 0
-  ctx.on('system-prompt/assemble', async (_assembly, _context, next) => {
-    const start = nowMs()
-    const cpu = process.cpuUsage()
-    const result = await next()
-    assembleInnerMs = nowMs() - start
-    assembleInnerCpuMs = cpuMs(cpu)
-    return result
-  })
-  ctx.on('system-prompt/assemble', async (_assembly, context, next) => {
-    const start = nowMs()
-    const cpu = process.cpuUsage()
-    assembleInnerMs = Number.NaN
-    assembleInnerCpuMs = Number.NaN
-    const result = await next()
-    if (context.agent !== undefined && context.agent.session.events.every((e) => e.type !== 'step/start')) {
-      assembleMs = nowMs() - start - assembleInnerMs
-      assembleCpuMs = cpuMs(cpu) - assembleInnerCpuMs
-    }
-    return result
-  }, { prepend: true })
   const samples: number[] = []
   const cpuSamples: number[] = []
-  ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
-    const start = nowMs()
-    const cpu = process.cpuUsage()
-    innerMs = Number.NaN
-    innerCpuMs = Number.NaN
-    const decision = await next()
-    const outerMs = nowMs() - start
-    const outerCpuMs = cpuMs(cpu)
-    if (payload.step === 1) {
-      samples.push(outerMs - innerMs + assembleMs)
-      cpuSamples.push(outerCpuMs - innerCpuMs + assembleCpuMs)
-    }
-    return decision
-  }, { prepend: true })
+  const fiber = await bracketPlugin(ctx, async () => {
+    const fiber = await ctx.plugin(plugin, plugin.resolveConfig({ path: storePath }))
+    await fiber
+    return fiber
+  }, (wallMs, cpuMs) => { samples.push(wallMs); cpuSamples.push(cpuMs) })
+  ctx.llm.registerAdapter(['mock'], adapter)
 
   const all = [...queries.slice(0, warmup), ...queries]
   const places = cwds === undefined ? undefined : [...cwds.slice(0, warmup), ...cwds]
@@ -113,4 +64,54 @@ export async function measurePreStep(storePath: string, queries: readonly string
   const overheadCpuMs = cpuSamples.slice(warmup)
   if ([...overheadMs, ...overheadCpuMs].some((x) => !Number.isFinite(x) || x < 0)) throw new Error('pre-step timing listeners did not bracket the plugin')
   return { overheadMs, overheadCpuMs, injected: stats.injections, turns: all.length }
+}
+
+/**
+ * Brackets the plugin's listeners in the two waterfalls its recall runs in, as the module comment
+ * says: `mount` mounts the plugin between the INNER `agent/pre-step` listener (prepended before it,
+ * so the plugin's prepended listener lands in front of it) and the rest. Every step's
+ * `system-prompt/assemble` runs right before its pre-step, so the last one seen is the step's.
+ * `record` gets the plugin's wall and CPU ms on the first step of each turn.
+ */
+export async function bracketPlugin<T>(ctx: Context, mount: () => Promise<T>, record: (wallMs: number, cpuMs: number) => void): Promise<T> {
+  let innerMs = 0
+  let innerCpuMs = 0
+  ctx.on('agent/pre-step', async (_payload, next): Promise<PreStepDecision> => {
+    const c = stopwatch()
+    const decision = await next()
+    innerMs = c.wall()
+    innerCpuMs = c.cpu()
+    return decision
+  }, { prepend: true })
+  const mounted = await mount()
+  // The same bracket around the plugin's (appended, so innermost so far) assemble listener.
+  let assembleInnerMs = 0
+  let assembleInnerCpuMs = 0
+  let assembleMs = 0
+  let assembleCpuMs = 0
+  ctx.on('system-prompt/assemble', async (_assembly, _context, next) => {
+    const c = stopwatch()
+    const result = await next()
+    assembleInnerMs = c.wall()
+    assembleInnerCpuMs = c.cpu()
+    return result
+  })
+  ctx.on('system-prompt/assemble', async (_assembly, _context, next) => {
+    const c = stopwatch()
+    assembleInnerMs = Number.NaN
+    assembleInnerCpuMs = Number.NaN
+    const result = await next()
+    assembleMs = c.wall() - assembleInnerMs
+    assembleCpuMs = c.cpu() - assembleInnerCpuMs
+    return result
+  }, { prepend: true })
+  ctx.on('agent/pre-step', async (payload, next): Promise<PreStepDecision> => {
+    const c = stopwatch()
+    innerMs = Number.NaN
+    innerCpuMs = Number.NaN
+    const decision = await next()
+    if (payload.step === 1) record(c.wall() - innerMs + assembleMs, c.cpu() - innerCpuMs + assembleCpuMs)
+    return decision
+  }, { prepend: true })
+  return mounted
 }

@@ -38,3 +38,10 @@ export function cpuMs(since?: NodeJS.CpuUsage): number {
   const { user, system } = process.cpuUsage(since)
   return (user + system) / 1000
 }
+
+/** A wall and CPU clock started now: ms of each since. */
+export function stopwatch(): { wall: () => number, cpu: () => number } {
+  const wall = nowMs()
+  const cpu = process.cpuUsage()
+  return { wall: () => nowMs() - wall, cpu: () => cpuMs(cpu) }
+}
