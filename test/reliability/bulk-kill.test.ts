@@ -7,7 +7,6 @@
  * whole, an unacknowledged one is whole or absent, the index agrees with the rows, the index
  * option is not left at the bulk value, and the next bulk commit works.
  */
-import { copyFileSync } from 'node:fs'
 import t, { type Test } from 'tap'
 import { blockId } from '../../lib/store/block-id.ts'
 import { BULK_NOTES } from '../../lib/store/fts-bulk.ts'
@@ -15,7 +14,7 @@ import { BlockStore } from '../../lib/store/store.ts'
 import { canonicalText } from '../../lib/text/normalize.ts'
 import { hashSize } from '../helpers/fts-index.ts'
 import { tempStorePath } from '../helpers/harness.ts'
-import { startFixture } from './child.ts'
+import { killOnCopy, type Child } from './child.ts'
 import { bulkNote } from './fixtures/bulk-notes.ts'
 import { rng } from '../../bench/corpus.ts' // seeded (mulberry32): a failing schedule can be replayed
 
@@ -39,15 +38,9 @@ interface Round {
 }
 
 /** One child on a fresh copy of the template, killed when `when` resolves. */
-async function killRound(label: string, when: (child: ReturnType<typeof startFixture>) => Promise<unknown>): Promise<Round> {
+async function killRound(label: string, when: (child: Child) => Promise<unknown>): Promise<Round> {
   const path = tempStorePath(`bulk-kill-${label}`)
-  copyFileSync(template, path)
-  const child = startFixture('bulk-committer', [path, String(BATCHES), String(SIZE)])
-  await when(child)
-  child.proc.kill('SIGKILL')
-  const { signal } = await child.exited
-  if (signal !== 'SIGKILL') throw new Error(`${label}: the child ended by ${String(signal)}, not by the kill: ${child.lines.join(' | ')}`)
-  return { lines: child.lines, path }
+  return { lines: await killOnCopy(template, path, 'bulk-committer', [String(BATCHES), String(SIZE)], when), path }
 }
 
 /** The properties after a kill, then one more bulk commit on the same file. */

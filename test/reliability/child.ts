@@ -1,5 +1,6 @@
 /** Spawning the fixture processes: the same Node (24, from the project) running a TypeScript fixture. */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { copyFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { createInterface } from 'node:readline'
 
@@ -40,4 +41,19 @@ export function startFixture(name: string, args: string[]): Child {
       return new Promise((resolve, reject) => { waiters.push({ test, resolve, reject }) })
     },
   }
+}
+
+/**
+ * A kill round of the kill tests: copies `template` to `path`, starts `fixtures/<name>.ts` with
+ * `path` and then `args`, kills it with SIGKILL once `when` resolves, and checks the kill is what
+ * ended it. Returns the lines the child wrote before it died.
+ */
+export async function killOnCopy(template: string, path: string, name: string, args: string[], when: (child: Child) => Promise<unknown>): Promise<string[]> {
+  copyFileSync(template, path)
+  const child = startFixture(name, [path, ...args])
+  await when(child)
+  child.proc.kill('SIGKILL')
+  const { signal } = await child.exited
+  if (signal !== 'SIGKILL') throw new Error(`${path}: ${name} ended by ${String(signal)}, not by the kill: ${child.lines.join(' | ')}`)
+  return child.lines
 }

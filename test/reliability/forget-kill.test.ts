@@ -6,13 +6,13 @@
  * either whole or absent, and the next scrub leaves none of the forgotten bytes in the file, its
  * WAL or its shared memory.
  */
-import { copyFileSync, existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import t, { type Test } from 'tap'
 import { blockId } from '../../lib/store/block-id.ts'
 import { DEFER_SCRUB_FROM } from '../../lib/store/forget.ts'
 import { BlockStore } from '../../lib/store/store.ts'
 import { tempStorePath } from '../helpers/harness.ts'
-import { startFixture } from './child.ts'
+import { killOnCopy, type Child } from './child.ts'
 import { rng } from '../../bench/corpus.ts' // seeded (mulberry32): a failing schedule can be replayed
 
 const SECRET_EN = 'The launch code for project Mordrakelle is 5531-omega-Vexquilline'
@@ -50,15 +50,9 @@ interface Round {
 }
 
 /** One child on a fresh copy of the template, killed when `when` resolves. */
-async function killRound(label: string, stop: string, when: (child: ReturnType<typeof startFixture>) => Promise<unknown>): Promise<Round> {
+async function killRound(label: string, stop: string, when: (child: Child) => Promise<unknown>): Promise<Round> {
   const path = tempStorePath(`forget-kill-${label}`)
-  copyFileSync(template, path)
-  const child = startFixture('scrubber', [path, stop])
-  await when(child)
-  child.proc.kill('SIGKILL')
-  const { signal } = await child.exited
-  if (signal !== 'SIGKILL') throw new Error(`${label}: the child ended by ${String(signal)}, not by the kill: ${child.lines.join(' | ')}`)
-  return { lines: child.lines, path }
+  return { lines: await killOnCopy(template, path, 'scrubber', [stop], when), path }
 }
 
 /** The properties after a kill, then the next scrub and its scan. */

@@ -7,7 +7,7 @@
  * the batches present are the file's first ones, the index holds each batch as the rows do, the
  * index option is not left at the bulk value, and importing the file again completes it.
  */
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import t, { type Test } from 'tap'
 import { blockId } from '../../lib/store/block-id.ts'
 import { BULK_NOTES } from '../../lib/store/fts-bulk.ts'
@@ -16,7 +16,7 @@ import { exportJsonl, importJsonl } from '../../lib/store/transfer.ts'
 import { canonicalText } from '../../lib/text/normalize.ts'
 import { hashSize } from '../helpers/fts-index.ts'
 import { tempStorePath } from '../helpers/harness.ts'
-import { startFixture } from './child.ts'
+import { killOnCopy, type Child } from './child.ts'
 import { bulkNote } from './fixtures/bulk-notes.ts'
 import { rng } from '../../bench/corpus.ts' // seeded (mulberry32): a failing schedule can be replayed
 
@@ -44,15 +44,9 @@ const keptIds = Array.from({ length: KEPT }, (_, i) => blockId(`kept note ${i}: 
 const batchIds = Array.from({ length: BATCHES }, (_, b) => Array.from({ length: SIZE }, (_, i) => blockId(canonicalText(bulkNote(b, i).text))))
 
 /** One child importing into a fresh copy of the template, killed when `when` resolves; the store's path and the child's lines. */
-async function killRound(label: string, when: (child: ReturnType<typeof startFixture>) => Promise<unknown>): Promise<{ path: string, lines: string[] }> {
+async function killRound(label: string, when: (child: Child) => Promise<unknown>): Promise<{ path: string, lines: string[] }> {
   const path = tempStorePath(`import-kill-${label}`)
-  copyFileSync(template, path)
-  const child = startFixture('bulk-importer', [path, file, String(SIZE)])
-  await when(child)
-  child.proc.kill('SIGKILL')
-  const { signal } = await child.exited
-  if (signal !== 'SIGKILL') throw new Error(`${label}: the child ended by ${String(signal)}, not by the kill: ${child.lines.join(' | ')}`)
-  return { path, lines: child.lines }
+  return { path, lines: await killOnCopy(template, path, 'bulk-importer', [file, String(SIZE)], when) }
 }
 
 /** The properties after a kill, then the same import again on the same file. */
