@@ -50,3 +50,23 @@ t.test('the memory keeps the last messages of the most recently active agents', 
   t.same(memory.earlier('agent-0'), ['x', 'y'], 'an agent that spoke again is kept')
   t.same(memory.earlier('agent-1'), [], 'the oldest one goes')
 })
+
+t.test('mutation checks: without either bound the conversation memory grows', async (t) => {
+  /** How many messages `Memory` keeps of one agent's 2 × EARLIER_MESSAGES, and whether the first of MAX_AGENTS + 1 agents is still kept. */
+  const measure = (Memory: typeof ConversationMemory): { messages: number, firstKept: boolean } => {
+    const memory = new Memory()
+    memory.remember('a', Array.from({ length: 2 * EARLIER_MESSAGES }, (_, i) => `m${i}`))
+    const messages = memory.earlier('a').length
+    for (let i = 0; i < MAX_AGENTS; i++) memory.remember(`agent-${i}`, ['x'])
+    return { messages, firstKept: memory.earlier('a').length > 0 }
+  }
+  t.same(measure(ConversationMemory), { messages: EARLIER_MESSAGES, firstKept: false }, 'the real memory keeps both bounds')
+  const messages = mutant({ file: 'plugin/conversation-memory.ts', from: '.slice(-EARLIER_MESSAGES)', to: '' })
+  t.teardown(() => messages.remove())
+  const { ConversationMemory: Unbounded } = await messages.load<typeof import('../../lib/plugin/conversation-memory.ts')>('plugin/conversation-memory.ts')
+  t.equal(measure(Unbounded).messages, 2 * EARLIER_MESSAGES, 'without the message bound every message is kept')
+  const agents = mutant({ file: 'plugin/conversation-memory.ts', from: 'if (this.#byAgent.size >= MAX_AGENTS)', to: 'if (false)' })
+  t.teardown(() => agents.remove())
+  const { ConversationMemory: Unforgetting } = await agents.load<typeof import('../../lib/plugin/conversation-memory.ts')>('plugin/conversation-memory.ts')
+  t.ok(measure(Unforgetting).firstKept, 'without the agent bound no agent is forgotten')
+})

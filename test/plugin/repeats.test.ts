@@ -230,3 +230,31 @@ t.test('the memory is bounded: the least recently active agents and the oldest m
   t.notOk(ids.has('blk_1_0'), 'the oldest message is forgotten first')
   t.ok(ids.has('blk_3_0') && ids.has('blk_2_0'))
 })
+
+t.test('mutation checks: without either bound the memory grows', async (t) => {
+  /** How many ids `Shown` keeps for one agent after three messages of half the bound each, and whether the first of MAX_AGENTS + 1 agents is still kept. */
+  const measure = (Shown: typeof ShownNotes): { ids: number, firstKept: boolean } => {
+    const shown = new Shown(plugin.name)
+    const first = sessionWith('a', ['blk_a'], shown, 'a')
+    for (let i = 0; i < MAX_AGENTS; i++) sessionWith(`s${i}`, ['blk_x'], shown, `agent-${i}`)
+    const firstKept = shown.inContext('a', first).has('blk_a')
+    const session = Session.create(SessionId('many'))
+    for (let turn = 1; turn <= 3; turn++) {
+      const message = createUserMessage({ content: [{ type: 'text', text: 'notes' }], source: { kind: 'plugin', plugin: plugin.name, form: 'recall' } })
+      shown.remember('many', session, message.id, Array.from({ length: MAX_SHOWN_NOTES / 2 }, (_, i) => `blk_${turn}_${i}`))
+      session.append('step/start', { turn, step: 1 })
+      session.append('user/message', message, { surfaceOp: 'append' })
+      session.append('step/end', { turn, step: 1 })
+    }
+    return { ids: shown.inContext('many', session).size, firstKept }
+  }
+  t.same(measure(ShownNotes), { ids: MAX_SHOWN_NOTES, firstKept: false }, 'the real memory keeps both bounds')
+  const ids = mutant({ file: 'plugin/shown-notes.ts', from: 'while (kept > MAX_SHOWN_NOTES && conversation.carriers.length > 1)', to: 'while (false)' })
+  t.teardown(() => ids.remove())
+  const { ShownNotes: Unbounded } = await ids.load<typeof import('../../lib/plugin/shown-notes.ts')>('plugin/shown-notes.ts')
+  t.ok(measure(Unbounded).ids > MAX_SHOWN_NOTES, 'without the id bound an agent keeps every id')
+  const agents = mutant({ file: 'plugin/shown-notes.ts', from: 'if (this.#byAgent.size >= MAX_AGENTS)', to: 'if (false)' })
+  t.teardown(() => agents.remove())
+  const { ShownNotes: Unforgetting } = await agents.load<typeof import('../../lib/plugin/shown-notes.ts')>('plugin/shown-notes.ts')
+  t.ok(measure(Unforgetting).firstKept, 'without the agent bound no agent is forgotten')
+})
