@@ -156,6 +156,8 @@ export interface ImportOptions {
   includeForgotten?: boolean
   /** Lines a transaction holds at most (default `IMPORT_BATCH`); the kill tests cross batches with fewer. */
   batchLines?: number
+  /** Characters of line text a transaction holds at most (default `IMPORT_BATCH_CHARS`); tests bound it lower. */
+  batchChars?: number
 }
 
 /**
@@ -174,6 +176,7 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
   const every = options.progressEvery ?? 1000
   const state: ImportState = { secrets: options.secrets ?? 'refuse', renamed: new Map(), pending: new Map() }
   const batchLines = options.batchLines ?? IMPORT_BATCH
+  const maxBatchChars = options.batchChars ?? IMPORT_BATCH_CHARS
   let batch: Array<{ line: number, record: ImportRecord }> = []
   let batchChars = 0
   const includeForgotten = options.includeForgotten === true
@@ -230,7 +233,7 @@ export async function importJsonl(store: BlockStore, lines: AsyncIterable<string
       }
       if (record !== undefined) batch.push({ line: lineNo, record })
       batchChars += text.length
-      if ((batch.length >= batchLines || batchChars >= IMPORT_BATCH_CHARS) && !flush()) break
+      if ((batch.length >= batchLines || batchChars >= maxBatchChars) && !flush()) break
       if (options.onProgress && lineNo % every === 0) options.onProgress({ lines: lineNo })
     }
   } catch (error) {

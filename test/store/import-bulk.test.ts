@@ -146,3 +146,28 @@ t.test('a line refused after its row was written leaves no index row behind, eve
   const mutated = await refusedRow(Mutated, mutatedImport as never)
   t.ok(mutated.refused > 0, `mutation check: the refused line's words are still found (${mutated.refused}), under the next note's rowid`)
 })
+
+/** The transactions an import of `lines` into a fresh store opens with this `import` and a batch bound of a quarter of the file's characters. */
+async function transactions(importWith: typeof importJsonl, Store: typeof BlockStore): Promise<number> {
+  const store = new Store(tempStorePath('import-chars'))
+  try {
+    let opened = 0
+    const open = store.importTransaction.bind(store)
+    store.importTransaction = (fn) => { opened++; return open(fn) }
+    const chars = lines.reduce((n, line) => n + line.length, 0)
+    const result = await importWith(store, lines, { batchChars: Math.ceil(chars / 4) })
+    if (result.failure !== undefined) throw new Error(result.failure.message)
+    return opened
+  } finally {
+    store.close()
+  }
+}
+
+t.test('a batch holds at most the character bound of line text (the import keeps one batch in memory)', async (t) => {
+  t.equal(await transactions(importJsonl, BlockStore), 4, 'a quarter of the characters a batch: four transactions')
+  const m = mutant({ file: 'store/transfer.ts', from: ' || batchChars >= maxBatchChars', to: '' })
+  t.teardown(() => m.remove())
+  const { BlockStore: Mutated } = await m.load<{ BlockStore: typeof BlockStore }>('store/store.ts')
+  const { importJsonl: mutatedImport } = await m.load<typeof import('../../lib/store/transfer.ts')>('store/transfer.ts')
+  t.equal(await transactions(mutatedImport, Mutated), 1, 'without the bound the whole file is one batch')
+})
